@@ -1,0 +1,116 @@
+/* The runtime interface of libsluice.
+ *
+ * The runtime's only job is to start something; the library pumps the bytes
+ * with back-pressure and reports the result to the client. All callbacks run
+ * on the libuv loop thread of the server, and every sl_proc_* and
+ * sl_pfconn_* call must be made from that thread too.
+ *
+ * Lifetime of one exec/attach session, seen from the runtime:
+ *   1. ops->exec_start / ops->attach_start(rt, proc, req)
+ *   2. the runtime calls sl_proc_started(proc, endpoints) once the process
+ *      runs (now or later), or sl_proc_failed(proc, message)
+ *   3. ops->resize(rt, proc, size) any number of times (tty only)
+ *   4. the runtime calls sl_proc_exited(proc, code, NULL) when the process
+ *      ends; the library sends the status after every output byte
+ *   5. if the client vanishes first, ops->cancel(rt, proc) asks the runtime
+ *      to end the process; it must still call sl_proc_exited later
+ *   6. ops->release(rt, proc) is the last call: the handle is gone after it
+ */
+#ifndef SLUICE_RUNTIME_H
+#define SLUICE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "sluice/common.h"
+
+/* A CRI ExecRequest, as parked under a token. */
+typedef struct sl_exec_request {
+    const char *container_id;
+    const char *const *cmd; /* argv, ncmd entries */
+    size_t ncmd;
+    bool tty;
+    bool in;  /* stdin */
+    bool out; /* stdout */
+    bool err; /* stderr */
+} sl_exec_request;
+
+/* A CRI AttachRequest. */
+typedef struct sl_attach_request {
+    const char *container_id;
+    bool tty;
+    bool in;
+    bool out;
+    bool err;
+} sl_attach_request;
+
+/* A CRI PortForwardRequest. ports is used only by the WebSocket protocol. */
+typedef struct sl_portforward_request {
+    const char *pod_sandbox_id;
+    const uint16_t *ports;
+    size_t nports;
+} sl_portforward_request;
+
+typedef struct sl_term_size {
+    uint16_t width;
+    uint16_t height;
+} sl_term_size;
+
+/* The process side of an exec/attach session. The library takes ownership
+ * of every fd >= 0 and closes it. With a tty, pty_fd is the PTY master and
+ * carries stdin and the merged output; the other fds are -1. */
+typedef struct sl_proc_endpoints {
+    int stdin_fd;
+    int stdout_fd;
+    int stderr_fd;
+    int pty_fd;
+} sl_proc_endpoints;
+
+typedef struct sl_proc sl_proc;
+typedef struct sl_pfconn sl_pfconn;
+
+typedef struct sl_runtime_ops {
+    /* Start req; `initial` is the terminal size known so far, or NULL. */
+    void (*exec_start)(void *rt, sl_proc *proc, const sl_exec_request *req,
+                       const sl_term_size *initial);
+    void (*attach_start)(void *rt, sl_proc *proc, const sl_attach_request *req,
+                         const sl_term_size *initial);
+    /* Optional. When NULL and the endpoints have a pty_fd, the library sets
+     * the size on the PTY itself (TIOCSWINSZ). */
+    void (*resize)(void *rt, sl_proc *proc, sl_term_size size);
+    /* The client is gone or the session timed out: end the process. */
+    void (*cancel)(void *rt, sl_proc *proc);
+    /* Last call for proc; the runtime must drop every reference to it. */
+    void (*release)(void *rt, sl_proc *proc);
+    /* Connect to `port` in sandbox `sandbox_id`; answer with
+     * sl_pfconn_connected() or sl_pfconn_failed(), now or later. */
+    void (*portforward_connect)(void *rt, sl_pfconn *conn, const char *sandbox_id,
+                                uint16_t port);
+    /* The forwarded connection is over before the runtime answered. */
+    void (*portforward_cancel)(void *rt, sl_pfconn *conn);
+} sl_runtime_ops;
+
+typedef struct sl_runtime {
+    const sl_runtime_ops *ops;
+    void *data; /* passed as `rt` to every op */
+} sl_runtime;
+
+/* The process runs; ep's fds now belong to the library. */
+SL_EXPORT void sl_proc_started(sl_proc *proc, const sl_proc_endpoints *ep);
+/* The process could not be started; message is copied. The client gets an
+ * InternalError status carrying it. */
+SL_EXPORT void sl_proc_failed(sl_proc *proc, const char *message);
+/* The process ended with exit code (0..255), or was killed by a signal
+ * (code = 128 + signal). message, if not NULL, replaces the default text. */
+SL_EXPORT void sl_proc_exited(sl_proc *proc, int code, const char *message);
+SL_EXPORT void sl_proc_set_data(sl_proc *proc, void *data);
+SL_EXPORT void *sl_proc_data(const sl_proc *proc);
+
+/* The connection to the pod's port is open; fd now belongs to the library. */
+SL_EXPORT void sl_pfconn_connected(sl_pfconn *conn, int fd);
+/* The connection failed; message (copied) goes to the client's error stream. */
+SL_EXPORT void sl_pfconn_failed(sl_pfconn *conn, const char *message);
+SL_EXPORT void sl_pfconn_set_data(sl_pfconn *conn, void *data);
+SL_EXPORT void *sl_pfconn_data(const sl_pfconn *conn);
+
+#endif

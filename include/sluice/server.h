@@ -1,0 +1,87 @@
+/* The libsluice streaming server: one HTTP/1.1 listener that serves the
+ * URLs handed out by the CRI Exec, Attach and PortForward calls, upgraded to
+ * WebSocket or SPDY/3.1.
+ *
+ * Usage: sl_server_config_init(), adjust, sl_server_new() on a libuv loop,
+ * sl_server_start(); then for each CRI call sl_server_get_exec() (and
+ * friends) returns the URL. sl_server_close() stops it. */
+#ifndef SLUICE_SERVER_H
+#define SLUICE_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+#include "sluice/common.h"
+#include "sluice/error.h"
+#include "sluice/runtime.h"
+
+/* Defaults of every limit; each is also a field of sl_server_config. */
+#define SL_DEFAULT_ADDRESS "127.0.0.1"
+#define SL_DEFAULT_PORT 10010
+#define SL_DEFAULT_TOKEN_TTL_MS 60000u
+#define SL_DEFAULT_MAX_PENDING_TOKENS 1000u
+#define SL_DEFAULT_IDLE_TIMEOUT_MS (4ull * 3600 * 1000)
+#define SL_DEFAULT_CREATION_TIMEOUT_MS 30000u
+#define SL_DEFAULT_HEAD_TIMEOUT_MS 30000u
+#define SL_DEFAULT_MAX_REQUEST_LINE 8192u
+#define SL_DEFAULT_MAX_HEADERS 64u
+#define SL_DEFAULT_MAX_HEAD_SIZE 16384u
+#define SL_DEFAULT_MAX_WS_MESSAGE (32u * 1024 * 1024)
+#define SL_DEFAULT_MAX_SESSIONS 4096u
+#define SL_DEFAULT_OUTPUT_HIGH_WATER (256u * 1024)
+
+typedef struct sl_server_config {
+    const char *address;          /* listen address, IPv4 or IPv6 literal */
+    uint16_t port;                /* 0 = any free port */
+    const char *base_path;        /* URL path prefix, default "/" */
+    const char *advertise_host;   /* host:port in URLs; NULL = the listener's */
+    uint32_t token_ttl_ms;        /* a token is valid this long */
+    uint32_t max_pending_tokens;  /* un-consumed tokens at most */
+    uint64_t idle_timeout_ms;     /* no application data for this long ends a session */
+    uint32_t creation_timeout_ms; /* SPDY streams must all exist within this */
+    uint32_t head_timeout_ms;     /* the request head must arrive within this */
+    uint32_t max_request_line;    /* bytes */
+    uint32_t max_headers;         /* header fields */
+    uint32_t max_head_size;       /* bytes, request line included */
+    uint32_t max_ws_message;      /* bytes of one reassembled WebSocket message */
+    uint32_t max_sessions;        /* concurrent connections */
+    uint32_t output_high_water;   /* queued output bytes before reading pauses */
+} sl_server_config;
+
+typedef struct sl_server sl_server;
+
+/* Fills c with the defaults above. */
+SL_EXPORT void sl_server_config_init(sl_server_config *c);
+
+/* Creates a server on loop; cfg is copied. rt must outlive the server.
+ * Returns SL_OK, SL_ERR_NOMEM or SL_ERR_INVAL. */
+SL_EXPORT int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
+                            sl_server **out);
+
+/* Binds and listens. Returns SL_OK or SL_ERR_SYS (errno set). */
+SL_EXPORT int sl_server_start(sl_server *s);
+
+/* "http://host:port" + base path, valid while s lives. */
+SL_EXPORT const char *sl_server_base_url(const sl_server *s);
+/* The bound port (useful with port 0). */
+SL_EXPORT uint16_t sl_server_port(const sl_server *s);
+
+/* Validate req (as the kubelet library does), park it under a new token and
+ * return the absolute URL in *url (caller frees). On SL_ERR_INVAL, *errmsg
+ * (static text) says why; SL_ERR_FULL means too many pending tokens. */
+SL_EXPORT int sl_server_get_exec(sl_server *s, const sl_exec_request *req, char **url,
+                                 const char **errmsg);
+SL_EXPORT int sl_server_get_attach(sl_server *s, const sl_attach_request *req, char **url,
+                                   const char **errmsg);
+SL_EXPORT int sl_server_get_portforward(sl_server *s, const sl_portforward_request *req, char **url,
+                                        const char **errmsg);
+
+/* Number of live sessions (upgraded connections). */
+SL_EXPORT size_t sl_server_session_count(const sl_server *s);
+
+/* Stops listening, ends every session (cancelling their processes) and
+ * calls cb once all handles are closed; then sl_server_free(). */
+SL_EXPORT void sl_server_close(sl_server *s, void (*cb)(sl_server *s, void *arg), void *arg);
+SL_EXPORT void sl_server_free(sl_server *s);
+
+#endif
