@@ -1,0 +1,286 @@
+#include "server/conn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_response.h"
+#include "server/server_impl.h"
+
+#define READ_BUF_SIZE (64u * 1024)
+#define WRITE_IOV_MAX 64
+/* A finishing connection whose peer reads nothing for this long is cut. */
+#define SL_CONN_FINISH_TIMEOUT_MS 30000u
+/* After our last byte, wait this long for the peer's EOF before closing, so
+ * that unread input never turns into a RST that destroys our last bytes. */
+#define SL_CONN_LINGER_MS 5000u
+
+typedef enum conn_state {
+    CONN_HEAD,     /* reading the request head */
+    CONN_UPGRADED, /* a protocol session owns the bytes */
+    CONN_FINISHING /* writing the last bytes, then close */
+} conn_state;
+
+struct sl_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer; /* head timeout */
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    sl_server *srv;
+    sl_conn *prev, *next;
+    conn_state state;
+    sl_http_head_parser head;
+    sl_bufq out;
+    size_t writing; /* bytes handed to the current uv_write */
+    bool reading, paused, closing, shutting;
+    const sl_conn_proto *proto;
+    void *ps;
+    int open_handles;
+    char *rbuf;
+};
+
+static void conn_close(sl_conn *c);
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+static void closed_cb(uv_handle_t *h)
+{
+    sl_conn *c = h->data;
+    if (--c->open_handles > 0)
+        return;
+    sl_http_head_fini(&c->head);
+    sl_bufq_fini(&c->out);
+    free(c->rbuf);
+    free(c);
+}
+
+static void conn_close(sl_conn *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    bool was_session = c->proto != NULL;
+    if (c->proto) {
+        const sl_conn_proto *p = c->proto;
+        c->proto = NULL;
+        p->closed(c->ps);
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    sl_server *srv = c->srv;
+    uv_close((uv_handle_t *)&c->timer, closed_cb);
+    uv_close((uv_handle_t *)&c->tcp, closed_cb);
+    sl_server_conn_gone(srv, c, was_session);
+}
+
+static void expire_cb(uv_timer_t *t)
+{
+    conn_close(t->data);
+}
+
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    sl_conn *c = req->data;
+    if (c->closing)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    uv_timer_start(&c->timer, expire_cb, SL_CONN_LINGER_MS, 0);
+    if (c->paused || !c->reading) {
+        c->paused = false;
+        c->reading = true;
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
+}
+
+static void write_cb(uv_write_t *req, int status)
+{
+    sl_conn *c = req->data;
+    size_t n = c->writing;
+    c->writing = 0;
+    if (c->closing)
+        return;
+    if (status < 0) {
+        conn_close(c);
+        return;
+    }
+    sl_bufq_consume(&c->out, n);
+    if (c->state == CONN_FINISHING)
+        uv_timer_start(&c->timer, expire_cb, SL_CONN_FINISH_TIMEOUT_MS, 0);
+    bool was_congested = sl_bufq_len(&c->out) + n > c->srv->cfg.output_high_water;
+    sl_conn_flush(c);
+    if (c->proto && was_congested && !sl_conn_congested(c))
+        c->proto->drained(c->ps);
+}
+
+void sl_conn_flush(sl_conn *c)
+{
+    if (c->closing || c->writing)
+        return;
+    size_t len = sl_bufq_len(&c->out);
+    if (len == 0) {
+        if (c->state == CONN_FINISHING && !c->shutting) {
+            c->shutting = true;
+            c->sreq.data = c;
+            if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
+                conn_close(c);
+        }
+        return;
+    }
+    uv_buf_t bufs[WRITE_IOV_MAX];
+    struct iovec iov[WRITE_IOV_MAX];
+    int n = sl_bufq_peek(&c->out, iov, WRITE_IOV_MAX);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
+        total += iov[i].iov_len;
+    }
+    c->wreq.data = c;
+    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, (unsigned)n, write_cb) < 0) {
+        conn_close(c);
+        return;
+    }
+    c->writing = total;
+}
+
+bool sl_conn_congested(const sl_conn *c)
+{
+    return sl_bufq_len(&c->out) > c->srv->cfg.output_high_water;
+}
+
+sl_bufq *sl_conn_out(sl_conn *c)
+{
+    return &c->out;
+}
+
+static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    sl_conn *c = h->data;
+    *buf = uv_buf_init(c->rbuf, READ_BUF_SIZE);
+}
+
+static void feed_head(sl_conn *c, const uint8_t *data, size_t len)
+{
+    size_t used = sl_http_head_feed(&c->head, data, len);
+    if (c->head.state == SL_HTTP_HEAD_MORE)
+        return;
+    uv_timer_stop(&c->timer);
+    if (c->head.state == SL_HTTP_HEAD_ERROR) {
+        char body[sizeof(c->head.err_text) + 1];
+        snprintf(body, sizeof(body), "%s", c->head.err_text);
+        sl_http_write_error(&c->out, c->head.err_status, NULL, body);
+        sl_conn_finish(c);
+        return;
+    }
+    sl_server_route(c->srv, c, &c->head.req, data + used, len - used);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+    sl_conn *c = s->data;
+    (void)buf;
+    if (n < 0) { /* EOF or error: the peer is gone */
+        conn_close(c);
+        return;
+    }
+    if (n == 0)
+        return;
+    if (c->state == CONN_HEAD)
+        feed_head(c, (const uint8_t *)c->rbuf, (size_t)n);
+    else if (c->state == CONN_UPGRADED && c->proto)
+        c->proto->recv(c->ps, (const uint8_t *)c->rbuf, (size_t)n);
+    /* CONN_FINISHING: input is ignored while the answer drains */
+}
+
+static void head_timeout_cb(uv_timer_t *t)
+{
+    sl_conn *c = t->data;
+    sl_http_write_error(&c->out, 408, NULL, "request head not received in time\n");
+    sl_conn_finish(c);
+}
+
+void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
+{
+    sl_conn *c = calloc(1, sizeof(*c));
+    char *rbuf = malloc(READ_BUF_SIZE);
+    if (!c || !rbuf) {
+        free(c);
+        free(rbuf);
+        return; /* the pending connection stays in the backlog */
+    }
+    c->rbuf = rbuf;
+    c->srv = srv;
+    sl_bufq_init(&c->out);
+    sl_http_limits lim = {srv->cfg.max_request_line, srv->cfg.max_headers, srv->cfg.max_head_size};
+    sl_http_head_init(&c->head, &lim);
+    uv_tcp_init(srv->loop, &c->tcp);
+    uv_timer_init(srv->loop, &c->timer);
+    c->tcp.data = c->timer.data = c;
+    c->open_handles = 2;
+    c->next = srv->conns;
+    if (c->next)
+        c->next->prev = c;
+    srv->conns = c;
+    srv->nconns++;
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0) {
+        conn_close(c);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (srv->nsessions >= srv->cfg.max_sessions) {
+        sl_http_write_error(&c->out, 503, NULL, "too many streaming sessions\n");
+        sl_conn_finish(c);
+        return;
+    }
+    uv_timer_start(&c->timer, head_timeout_cb, srv->cfg.head_timeout_ms, 0);
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    c->reading = true;
+}
+
+void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint8_t *leftover,
+                     size_t len)
+{
+    c->state = CONN_UPGRADED;
+    c->proto = proto;
+    c->ps = s;
+    c->srv->nsessions++;
+    if (len > 0)
+        proto->recv(s, leftover, len);
+}
+
+void sl_conn_pause_read(sl_conn *c, bool pause)
+{
+    if (c->closing || c->paused == pause)
+        return;
+    c->paused = pause;
+    if (pause)
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    else if (c->state == CONN_UPGRADED)
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+}
+
+void sl_conn_finish(sl_conn *c)
+{
+    if (c->closing || c->state == CONN_FINISHING)
+        return;
+    c->state = CONN_FINISHING;
+    uv_timer_start(&c->timer, expire_cb, SL_CONN_FINISH_TIMEOUT_MS, 0);
+    sl_conn_flush(c);
+}
+
+void sl_conn_abort(sl_conn *c)
+{
+    conn_close(c);
+}
+
+void sl_conn_close_all(sl_server *srv)
+{
+    while (srv->conns)
+        conn_close(srv->conns);
+}

@@ -1,0 +1,49 @@
+/* One accepted TCP connection of the streaming server: reads the request
+ * head, then hands the socket to a protocol session (WebSocket or SPDY).
+ * The only layer that touches the socket. */
+#ifndef SL_CONN_H
+#define SL_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+#include "io/bufq.h"
+
+typedef struct sl_server sl_server;
+typedef struct sl_conn sl_conn;
+
+/* What an upgraded connection calls into. */
+typedef struct sl_conn_proto {
+    /* Bytes from the peer. */
+    void (*recv)(void *s, const uint8_t *data, size_t len);
+    /* The output queue fell to the low-water mark. */
+    void (*drained)(void *s);
+    /* The peer is gone or the server is closing: release everything; the
+     * connection must not be used after this returns. */
+    void (*closed)(void *s);
+} sl_conn_proto;
+
+/* Accepts one connection from the listener. */
+void sl_conn_accept(sl_server *srv, uv_stream_t *listener);
+
+/* Installs the protocol session and feeds it `len` leftover bytes read
+ * after the request head. */
+void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint8_t *leftover,
+                     size_t len);
+
+sl_bufq *sl_conn_out(sl_conn *c);
+/* Starts writing whatever is queued. */
+void sl_conn_flush(sl_conn *c);
+/* True while queued output exceeds the server's high-water mark. */
+bool sl_conn_congested(const sl_conn *c);
+void sl_conn_pause_read(sl_conn *c, bool pause);
+/* Writes what is queued, then closes. */
+void sl_conn_finish(sl_conn *c);
+/* Closes at once; queued output is dropped. */
+void sl_conn_abort(sl_conn *c);
+
+/* Ends every connection of the server (shutdown). */
+void sl_conn_close_all(sl_server *srv);
+
+#endif

@@ -1,0 +1,76 @@
+/* Request dispatch: route, method, token, then the upgrade. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "http/http_response.h"
+#include "server/server_impl.h"
+#include "server/stream_req.h"
+#include "ws/ws_handshake.h"
+
+/* WebSocket subprotocols of exec/attach (protocol notes §6.1, plus v5). */
+static const char *const rc_ws_protocols[] = {
+    "v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io",
+    "base64.channel.k8s.io", "", NULL,
+};
+
+static void answer(sl_conn *c, int status, const char *extra, const char *body)
+{
+    sl_http_write_error(sl_conn_out(c), status, extra, body);
+    sl_conn_finish(c);
+}
+
+static sl_token_kind kind_of(const char *m, size_t n)
+{
+    if (n == 4 && !memcmp(m, "exec", 4))
+        return SL_TOKEN_EXEC;
+    if (n == 6 && !memcmp(m, "attach", 6))
+        return SL_TOKEN_ATTACH;
+    return SL_TOKEN_PORTFORWARD;
+}
+
+static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
+                       const uint8_t *leftover, size_t len)
+{
+    if (req->kind == SL_TOKEN_PORTFORWARD) {
+        sl_stream_req_free(req);
+        answer(c, 400, NULL, "port-forward over WebSocket is not supported yet\n");
+        return;
+    }
+    const char *chosen = NULL;
+    int st = sl_ws_handshake(r, rc_ws_protocols, &chosen, sl_conn_out(c));
+    if (st != 0) {
+        sl_stream_req_free(req);
+        sl_conn_finish(c); /* the handshake wrote the error answer */
+        return;
+    }
+    sl_ws_rc_start(s, c, req, chosen, leftover, len);
+}
+
+void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const uint8_t *leftover,
+                     size_t len)
+{
+    const char *method, *token;
+    size_t mlen, tlen;
+    if (sl_url_match(&s->url, r->path, &method, &mlen, &token, &tlen) < 0) {
+        answer(c, 404, NULL, "404 page not found\n");
+        return;
+    }
+    /* The method is checked before the token so a wrong one does not burn it. */
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
+        answer(c, 405, "Allow: GET, POST\r\n", "405: Method Not Allowed\n");
+        return;
+    }
+    sl_token_kind kind = kind_of(method, mlen);
+    sl_stream_req *req = sl_token_cache_consume(s->tokens, token, tlen, kind, uv_now(s->loop));
+    if (!req) {
+        answer(c, 404, NULL, "404 page not found\n");
+        return;
+    }
+    if (sl_ws_is_upgrade(r)) {
+        upgrade_ws(s, c, r, req, leftover, len);
+        return;
+    }
+    sl_stream_req_free(req);
+    answer(c, 400, NULL, "unable to upgrade: SPDY/3.1 is not supported yet\n");
+}

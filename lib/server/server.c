@@ -1,0 +1,239 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server_impl.h"
+#include "server/stream_req.h"
+
+void sl_server_config_init(sl_server_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->address = SL_DEFAULT_ADDRESS;
+    c->port = SL_DEFAULT_PORT;
+    c->base_path = "/";
+    c->token_ttl_ms = SL_DEFAULT_TOKEN_TTL_MS;
+    c->max_pending_tokens = SL_DEFAULT_MAX_PENDING_TOKENS;
+    c->idle_timeout_ms = SL_DEFAULT_IDLE_TIMEOUT_MS;
+    c->creation_timeout_ms = SL_DEFAULT_CREATION_TIMEOUT_MS;
+    c->head_timeout_ms = SL_DEFAULT_HEAD_TIMEOUT_MS;
+    c->max_request_line = SL_DEFAULT_MAX_REQUEST_LINE;
+    c->max_headers = SL_DEFAULT_MAX_HEADERS;
+    c->max_head_size = SL_DEFAULT_MAX_HEAD_SIZE;
+    c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
+    c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
+    c->output_high_water = SL_DEFAULT_OUTPUT_HIGH_WATER;
+}
+
+static void free_payload(void *p)
+{
+    sl_stream_req_free(p);
+}
+
+static char *dup_opt(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
+                  sl_server **out)
+{
+    *out = NULL;
+    if (!cfg->address || !rt || !rt->ops || cfg->max_pending_tokens == 0 ||
+        cfg->max_headers == 0 || cfg->max_head_size < 64)
+        return SL_ERR_INVAL;
+    sl_server *s = calloc(1, sizeof(*s));
+    if (!s)
+        return SL_ERR_NOMEM;
+    s->loop = loop;
+    s->cfg = *cfg;
+    s->rt = rt;
+    s->address = strdup(cfg->address);
+    s->base_path = strdup(cfg->base_path ? cfg->base_path : "/");
+    s->advertise_host = dup_opt(cfg->advertise_host);
+    s->cfg.address = s->address;
+    s->cfg.base_path = s->base_path;
+    s->cfg.advertise_host = s->advertise_host;
+    s->tokens = sl_token_cache_new(cfg->max_pending_tokens, cfg->token_ttl_ms, free_payload);
+    if (!s->address || !s->base_path || (cfg->advertise_host && !s->advertise_host) ||
+        !s->tokens) {
+        sl_server_free(s);
+        return SL_ERR_NOMEM;
+    }
+    *out = s;
+    return SL_OK;
+}
+
+static void listen_cb(uv_stream_t *l, int status)
+{
+    sl_server *s = l->data;
+    if (status < 0 || s->closing)
+        return;
+    sl_conn_accept(s, l);
+}
+
+static int bind_listener(sl_server *s)
+{
+    struct sockaddr_storage ss;
+    if (uv_ip4_addr(s->address, s->cfg.port, (struct sockaddr_in *)&ss) != 0 &&
+        uv_ip6_addr(s->address, s->cfg.port, (struct sockaddr_in6 *)&ss) != 0)
+        return SL_ERR_INVAL;
+    uv_tcp_init(s->loop, &s->listener);
+    s->listener.data = s;
+    s->open_handles++;
+    s->listening = true;
+    if (uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0) < 0 ||
+        uv_listen((uv_stream_t *)&s->listener, 511, listen_cb) < 0)
+        return SL_ERR_SYS;
+    int len = sizeof(ss);
+    uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
+    s->cfg.port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset for v6 */
+    return SL_OK;
+}
+
+int sl_server_start(sl_server *s)
+{
+    int rc = bind_listener(s);
+    if (rc < 0)
+        return rc;
+    char hostport[SL_URL_MAX_HOSTPORT];
+    if (s->advertise_host)
+        snprintf(hostport, sizeof(hostport), "%s", s->advertise_host);
+    else if (sl_url_format_hostport(hostport, sizeof(hostport), s->address, s->cfg.port) < 0)
+        return SL_ERR_INVAL;
+    rc = sl_url_base_init(&s->url, "http", hostport, s->base_path);
+    if (rc < 0)
+        return rc;
+    size_t n = strlen(s->url.origin) + strlen(s->url.prefix) + 1;
+    s->base_url = malloc(n);
+    if (!s->base_url)
+        return SL_ERR_NOMEM;
+    snprintf(s->base_url, n, "%s%s", s->url.origin, s->url.prefix);
+    return SL_OK;
+}
+
+const char *sl_server_base_url(const sl_server *s)
+{
+    return s->base_url;
+}
+
+uint16_t sl_server_port(const sl_server *s)
+{
+    return s->cfg.port;
+}
+
+size_t sl_server_session_count(const sl_server *s)
+{
+    return s->nsessions;
+}
+
+static int park(sl_server *s, sl_stream_req *req, const char *method, char **url)
+{
+    if (!req)
+        return SL_ERR_NOMEM;
+    char token[SL_TOKEN_LEN + 1];
+    int rc = sl_token_cache_insert(s->tokens, req->kind, req, uv_now(s->loop), token);
+    if (rc < 0) {
+        sl_stream_req_free(req);
+        return rc;
+    }
+    *url = sl_url_build(&s->url, method, token);
+    if (!*url) {
+        sl_token_cache_consume(s->tokens, token, strlen(token), req->kind, uv_now(s->loop));
+        return SL_ERR_NOMEM;
+    }
+    return SL_OK;
+}
+
+/* The kubelet library's checks (protocol notes §2.4), same texts. */
+static const char *check_streams(const char *id, bool tty, bool in, bool out, bool err,
+                                 const char *none_text)
+{
+    if (!id || !*id)
+        return "missing required container_id";
+    if (tty && err)
+        return "tty and stderr cannot both be true";
+    if (!in && !out && !err)
+        return none_text;
+    return NULL;
+}
+
+int sl_server_get_exec(sl_server *s, const sl_exec_request *req, char **url, const char **errmsg)
+{
+    *url = NULL;
+    *errmsg = check_streams(req->container_id, req->tty, req->in, req->out, req->err,
+                            "one of stdin, stdout, or stderr must be set");
+    if (!*errmsg && req->ncmd == 0)
+        *errmsg = "missing required cmd";
+    if (*errmsg)
+        return SL_ERR_INVAL;
+    return park(s, sl_stream_req_exec(req), "exec", url);
+}
+
+int sl_server_get_attach(sl_server *s, const sl_attach_request *req, char **url,
+                         const char **errmsg)
+{
+    *url = NULL;
+    *errmsg = check_streams(req->container_id, req->tty, req->in, req->out, req->err,
+                            "one of stdin, stdout, and stderr must be set");
+    if (*errmsg)
+        return SL_ERR_INVAL;
+    return park(s, sl_stream_req_attach(req), "attach", url);
+}
+
+int sl_server_get_portforward(sl_server *s, const sl_portforward_request *req, char **url,
+                              const char **errmsg)
+{
+    *url = NULL;
+    *errmsg = NULL;
+    if (!req->pod_sandbox_id || !*req->pod_sandbox_id) {
+        *errmsg = "missing required pod_sandbox_id";
+        return SL_ERR_INVAL;
+    }
+    return park(s, sl_stream_req_portforward(req), "portforward", url);
+}
+
+static void maybe_closed(sl_server *s)
+{
+    if (s->closing && s->open_handles == 0 && s->nconns == 0 && s->close_cb)
+        s->close_cb(s, s->close_arg);
+}
+
+void sl_server_conn_gone(sl_server *s, sl_conn *c, bool was_session)
+{
+    (void)c;
+    s->nconns--;
+    if (was_session)
+        s->nsessions--;
+    maybe_closed(s);
+}
+
+static void listener_closed_cb(uv_handle_t *h)
+{
+    sl_server *s = h->data;
+    s->open_handles--;
+    maybe_closed(s);
+}
+
+void sl_server_close(sl_server *s, void (*cb)(sl_server *s, void *arg), void *arg)
+{
+    s->closing = true;
+    s->close_cb = cb;
+    s->close_arg = arg;
+    if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
+        uv_close((uv_handle_t *)&s->listener, listener_closed_cb);
+    sl_conn_close_all(s);
+    maybe_closed(s);
+}
+
+void sl_server_free(sl_server *s)
+{
+    if (!s)
+        return;
+    sl_token_cache_free(s->tokens);
+    sl_url_base_fini(&s->url);
+    free(s->base_url);
+    free(s->address);
+    free(s->base_path);
+    free(s->advertise_host);
+    free(s);
+}

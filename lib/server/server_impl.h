@@ -1,0 +1,46 @@
+/* Internals of sl_server shared by the listener, the connections and the
+ * protocol sessions. */
+#ifndef SL_SERVER_IMPL_H
+#define SL_SERVER_IMPL_H
+
+#include <uv.h>
+#include "http/http_head.h"
+#include "server/conn.h"
+#include "server/token_cache.h"
+#include "server/url.h"
+#include "sluice/server.h"
+
+struct sl_server {
+    uv_loop_t *loop;
+    sl_server_config cfg; /* strings below are owned copies */
+    char *address, *base_path, *advertise_host;
+    const sl_runtime *rt;
+    uv_tcp_t listener;
+    bool listening;
+    sl_token_cache *tokens;
+    sl_url_base url;
+    char *base_url;
+    sl_conn *conns; /* doubly linked list of live connections */
+    size_t nconns;
+    size_t nsessions; /* upgraded connections */
+    bool closing;
+    int open_handles;
+    void (*close_cb)(sl_server *s, void *arg);
+    void *close_arg;
+};
+
+/* Dispatches a complete request head: route, token, upgrade. leftover are
+ * bytes that followed the head. */
+void sl_server_route(sl_server *srv, sl_conn *c, const sl_http_request *req,
+                     const uint8_t *leftover, size_t len);
+
+/* Starts a WebSocket remote-command session on c (101 already decided by
+ * the caller's handshake). Takes ownership of req. */
+struct sl_stream_req;
+void sl_ws_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+                    const uint8_t *leftover, size_t len);
+
+/* Called when a connection ends, to keep the count and finish a close. */
+void sl_server_conn_gone(sl_server *srv, sl_conn *c, bool was_session);
+
+#endif
