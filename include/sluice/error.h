@@ -21,8 +21,8 @@ typedef enum sl_err {
     SL_ERR_CLOSED = -7,     /* the object is closed */
     SL_ERR_STATE = -8,      /* call not valid in the current state */
 
-    SL_ERR_PROTO = -100,     /* malformed input from the peer */
-    SL_ERR_TOO_LARGE = -101, /* input exceeds a named limit */
+    SL_ERR_PROTO = -100,       /* malformed input from the peer */
+    SL_ERR_TOO_LARGE = -101,   /* input exceeds a named limit */
     SL_ERR_UNSUPPORTED = -102, /* well-formed but unsupported by us */
     SL_ERR_COMPRESSION = -103, /* header block (de)compression failed */
 } sl_err;

@@ -84,8 +84,7 @@ typedef struct sl_runtime_ops {
     void (*release)(void *rt, sl_proc *proc);
     /* Connect to `port` in sandbox `sandbox_id`; answer with
      * sl_pfconn_connected() or sl_pfconn_failed(), now or later. */
-    void (*portforward_connect)(void *rt, sl_pfconn *conn, const char *sandbox_id,
-                                uint16_t port);
+    void (*portforward_connect)(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port);
     /* The forwarded connection is over before the runtime answered. */
     void (*portforward_cancel)(void *rt, sl_pfconn *conn);
 } sl_runtime_ops;

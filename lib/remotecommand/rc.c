@@ -18,11 +18,11 @@ typedef struct pump {
     sl_rc *rc;
     uv_poll_t h;
     int fd;
-    int out_ch;     /* output channel fed from this fd, or -1 */
-    bool is_stdin;  /* stdin bytes are written to this fd */
-    bool out_eof;   /* reading ended */
-    bool started;   /* uv_poll_init done */
-    int events;     /* currently polled */
+    int out_ch;    /* output channel fed from this fd, or -1 */
+    bool is_stdin; /* stdin bytes are written to this fd */
+    bool out_eof;  /* reading ended */
+    bool started;  /* uv_poll_init done */
+    int events;    /* currently polled */
 } pump;
 
 struct sl_rc {
@@ -38,8 +38,8 @@ struct sl_rc {
     int npumps;
     pump *stdin_pump;
     sl_bufq stdin_q;
-    bool stdin_eof;     /* peer closed stdin; close after the queue drains */
-    bool stdin_closed;  /* the process's stdin is closed */
+    bool stdin_eof;    /* peer closed stdin; close after the queue drains */
+    bool stdin_closed; /* the process's stdin is closed */
     bool input_paused;
 
     sl_rc_resize resize;
@@ -363,8 +363,8 @@ static void maybe_finish(sl_rc *rc)
     char *st;
     size_t len;
     int attach = rc->p.req->kind == SL_TOKEN_ATTACH;
-    if (sl_rc_status_format(rc->p.json_status, attach, rc->outcome, rc->exit_code, rc->message,
-                            &st, &len) < 0) {
+    if (sl_rc_status_format(rc->p.json_status, attach, rc->outcome, rc->exit_code, rc->message, &st,
+                            &len) < 0) {
         rc->t->abort(rc->targ, "out of memory");
         return;
     }

@@ -59,8 +59,8 @@ static int internal_status(int json, int attach, const char *message, char **out
     if (!json)
         return text(msg, out, len);
     return dump(json_pack("{s:{}, s:s, s:s, s:s, s:{s:[{s:s}]}, s:i}", "metadata", "status",
-                          "Failure", "message", msg, "reason", "InternalError", "details",
-                          "causes", "message", cause, "code", 500),
+                          "Failure", "message", msg, "reason", "InternalError", "details", "causes",
+                          "message", cause, "code", 500),
                 out, len);
 }
 

@@ -10,8 +10,13 @@
 
 /* WebSocket subprotocols of exec/attach (protocol notes §6.1, plus v5). */
 static const char *const rc_ws_protocols[] = {
-    "v5.channel.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "channel.k8s.io",
-    "base64.channel.k8s.io", "", NULL,
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+    "",
+    NULL,
 };
 
 static void answer(sl_conn *c, int status, const char *extra, const char *body)

@@ -38,8 +38,8 @@ int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime
                   sl_server **out)
 {
     *out = NULL;
-    if (!cfg->address || !rt || !rt->ops || cfg->max_pending_tokens == 0 ||
-        cfg->max_headers == 0 || cfg->max_head_size < 64)
+    if (!cfg->address || !rt || !rt->ops || cfg->max_pending_tokens == 0 || cfg->max_headers == 0 ||
+        cfg->max_head_size < 64)
         return SL_ERR_INVAL;
     sl_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -54,8 +54,7 @@ int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime
     s->cfg.base_path = s->base_path;
     s->cfg.advertise_host = s->advertise_host;
     s->tokens = sl_token_cache_new(cfg->max_pending_tokens, cfg->token_ttl_ms, free_payload);
-    if (!s->address || !s->base_path || (cfg->advertise_host && !s->advertise_host) ||
-        !s->tokens) {
+    if (!s->address || !s->base_path || (cfg->advertise_host && !s->advertise_host) || !s->tokens) {
         sl_server_free(s);
         return SL_ERR_NOMEM;
     }

@@ -43,8 +43,8 @@ static int t_send(void *t, int ch, const uint8_t *data, size_t len)
         w->enc_cap = need;
     }
     size_t n = sl_ws_channel_encode(w->enc, (uint8_t)ch, data, len, w->base64);
-    int rc = sl_ws_conn_send_msg(w->ws, w->base64 ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, w->enc,
-                                 n);
+    int rc =
+        sl_ws_conn_send_msg(w->ws, w->base64 ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, w->enc, n);
     if (rc < 0)
         return rc;
     flush(w);

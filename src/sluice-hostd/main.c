@@ -77,18 +77,46 @@ static int add_container(hostd *d, const char *spec, bool tty)
     return sl_hostproc_add_container(d->hp, id, argv, tty);
 }
 
-enum { O_ADDRESS = 256, O_PORT, O_BASE, O_ADV, O_AADDR, O_APORT, O_TTL, O_MAXTOK, O_IDLE,
-       O_HEADTO, O_MAXLINE, O_MAXHDR, O_MAXHEAD, O_MAXWS, O_MAXSESS, O_CONT, O_TTYCONT };
+enum {
+    O_ADDRESS = 256,
+    O_PORT,
+    O_BASE,
+    O_ADV,
+    O_AADDR,
+    O_APORT,
+    O_TTL,
+    O_MAXTOK,
+    O_IDLE,
+    O_HEADTO,
+    O_MAXLINE,
+    O_MAXHDR,
+    O_MAXHEAD,
+    O_MAXWS,
+    O_MAXSESS,
+    O_CONT,
+    O_TTYCONT
+};
 
 static const struct option long_opts[] = {
-    {"address", 1, 0, O_ADDRESS}, {"port", 1, 0, O_PORT}, {"base-path", 1, 0, O_BASE},
-    {"advertise", 1, 0, O_ADV}, {"admin-address", 1, 0, O_AADDR}, {"admin-port", 1, 0, O_APORT},
-    {"token-ttl-ms", 1, 0, O_TTL}, {"max-pending-tokens", 1, 0, O_MAXTOK},
-    {"idle-timeout-ms", 1, 0, O_IDLE}, {"head-timeout-ms", 1, 0, O_HEADTO},
-    {"max-request-line", 1, 0, O_MAXLINE}, {"max-headers", 1, 0, O_MAXHDR},
-    {"max-head-size", 1, 0, O_MAXHEAD}, {"max-ws-message", 1, 0, O_MAXWS},
-    {"max-sessions", 1, 0, O_MAXSESS}, {"container", 1, 0, O_CONT},
-    {"tty-container", 1, 0, O_TTYCONT}, {"help", 0, 0, 'h'}, {0, 0, 0, 0},
+    {"address", 1, 0, O_ADDRESS},
+    {"port", 1, 0, O_PORT},
+    {"base-path", 1, 0, O_BASE},
+    {"advertise", 1, 0, O_ADV},
+    {"admin-address", 1, 0, O_AADDR},
+    {"admin-port", 1, 0, O_APORT},
+    {"token-ttl-ms", 1, 0, O_TTL},
+    {"max-pending-tokens", 1, 0, O_MAXTOK},
+    {"idle-timeout-ms", 1, 0, O_IDLE},
+    {"head-timeout-ms", 1, 0, O_HEADTO},
+    {"max-request-line", 1, 0, O_MAXLINE},
+    {"max-headers", 1, 0, O_MAXHDR},
+    {"max-head-size", 1, 0, O_MAXHEAD},
+    {"max-ws-message", 1, 0, O_MAXWS},
+    {"max-sessions", 1, 0, O_MAXSESS},
+    {"container", 1, 0, O_CONT},
+    {"tty-container", 1, 0, O_TTYCONT},
+    {"help", 0, 0, 'h'},
+    {0, 0, 0, 0},
 };
 
 static int set_u32(uint32_t *dst, const char *s)
@@ -104,10 +132,18 @@ static int parse_opt(hostd *d, int o, const char *arg)
 {
     unsigned long long v;
     switch (o) {
-    case O_ADDRESS: d->cfg.address = arg; return 0;
-    case O_BASE: d->cfg.base_path = arg; return 0;
-    case O_ADV: d->cfg.advertise_host = arg; return 0;
-    case O_AADDR: d->admin_address = arg; return 0;
+    case O_ADDRESS:
+        d->cfg.address = arg;
+        return 0;
+    case O_BASE:
+        d->cfg.base_path = arg;
+        return 0;
+    case O_ADV:
+        d->cfg.advertise_host = arg;
+        return 0;
+    case O_AADDR:
+        d->admin_address = arg;
+        return 0;
     case O_PORT:
     case O_APORT:
         if (number(arg, 65535, &v) < 0)
@@ -119,18 +155,32 @@ static int parse_opt(hostd *d, int o, const char *arg)
             return -1;
         d->cfg.idle_timeout_ms = v;
         return 0;
-    case O_TTL: return set_u32(&d->cfg.token_ttl_ms, arg);
-    case O_MAXTOK: return set_u32(&d->cfg.max_pending_tokens, arg);
-    case O_HEADTO: return set_u32(&d->cfg.head_timeout_ms, arg);
-    case O_MAXLINE: return set_u32(&d->cfg.max_request_line, arg);
-    case O_MAXHDR: return set_u32(&d->cfg.max_headers, arg);
-    case O_MAXHEAD: return set_u32(&d->cfg.max_head_size, arg);
-    case O_MAXWS: return set_u32(&d->cfg.max_ws_message, arg);
-    case O_MAXSESS: return set_u32(&d->cfg.max_sessions, arg);
-    case O_CONT: return add_container(d, arg, false);
-    case O_TTYCONT: return add_container(d, arg, true);
-    case 'h': usage(stdout); exit(0);
-    default: usage(stderr); return -1;
+    case O_TTL:
+        return set_u32(&d->cfg.token_ttl_ms, arg);
+    case O_MAXTOK:
+        return set_u32(&d->cfg.max_pending_tokens, arg);
+    case O_HEADTO:
+        return set_u32(&d->cfg.head_timeout_ms, arg);
+    case O_MAXLINE:
+        return set_u32(&d->cfg.max_request_line, arg);
+    case O_MAXHDR:
+        return set_u32(&d->cfg.max_headers, arg);
+    case O_MAXHEAD:
+        return set_u32(&d->cfg.max_head_size, arg);
+    case O_MAXWS:
+        return set_u32(&d->cfg.max_ws_message, arg);
+    case O_MAXSESS:
+        return set_u32(&d->cfg.max_sessions, arg);
+    case O_CONT:
+        return add_container(d, arg, false);
+    case O_TTYCONT:
+        return add_container(d, arg, true);
+    case 'h':
+        usage(stdout);
+        exit(0);
+    default:
+        usage(stderr);
+        return -1;
     }
 }
 
@@ -179,8 +229,8 @@ static int run(hostd *d)
                 d->admin_port);
         return 1;
     }
-    printf("sluice-hostd: streaming on %s admin on http://%s:%u/\n",
-           sl_server_base_url(d->server), d->admin_address, d->admin.port);
+    printf("sluice-hostd: streaming on %s admin on http://%s:%u/\n", sl_server_base_url(d->server),
+           d->admin_address, d->admin.port);
     fflush(stdout);
     uv_signal_init(d->loop, &d->sigint);
     uv_signal_init(d->loop, &d->sigterm);
