@@ -1,0 +1,345 @@
+#include "spdy/spdy_zlib.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/error.h"
+
+#define INFLATE_FIRST_CAP 1024u /* first size of the decompression buffer */
+
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static char lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static bool name_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen)
+        return false;
+    for (size_t i = 0; i < alen; i++)
+        if (lower(a[i]) != lower(b[i]))
+            return false;
+    return true;
+}
+
+const sl_spdy_nv *sl_spdy_nv_find(const sl_spdy_nv *nv, size_t n, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        if (name_eq(nv[i].name, nv[i].name_len, name, len))
+            return &nv[i];
+    return NULL;
+}
+
+/* Header counts are small (tens), so the quadratic check is cheap and
+ * needs no allocation. */
+static bool has_duplicate(const sl_spdy_nv *nv, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (name_eq(nv[i].name, nv[i].name_len, nv[j].name, nv[j].name_len))
+                return true;
+    return false;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (*cap >= need)
+        return SL_OK;
+    uint8_t *nb = realloc(*buf, need);
+    if (!nb)
+        return SL_ERR_NOMEM;
+    *buf = nb;
+    *cap = need;
+    return SL_OK;
+}
+
+/* ---- sending --------------------------------------------------------------- */
+
+int sl_spdy_deflater_init(sl_spdy_deflater *d)
+{
+    memset(d, 0, sizeof(*d));
+    if (deflateInit2(&d->z, SL_SPDY_ZLIB_LEVEL, Z_DEFLATED, 15, 8, SL_SPDY_ZLIB_STRATEGY) != Z_OK)
+        return SL_ERR_NOMEM;
+    d->ready = true;
+    if (deflateSetDictionary(&d->z, sl_spdy_dict, SL_SPDY_DICT_LEN) != Z_OK) {
+        sl_spdy_deflater_fini(d);
+        return SL_ERR_NOMEM;
+    }
+    return SL_OK;
+}
+
+void sl_spdy_deflater_fini(sl_spdy_deflater *d)
+{
+    if (d->ready)
+        deflateEnd(&d->z);
+    free(d->raw);
+    free(d->out);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Checks the pairs and returns the uncompressed size, or a negative error. */
+static long long raw_size(const sl_spdy_nv *nv, size_t n)
+{
+    size_t total = 4;
+    for (size_t i = 0; i < n; i++) {
+        if (nv[i].name_len == 0 || memchr(nv[i].name, 0, nv[i].name_len))
+            return SL_ERR_INVAL;
+        if (nv[i].name_len > SL_SPDY_MAX_SEND_BLOCK || nv[i].value_len > SL_SPDY_MAX_SEND_BLOCK)
+            return SL_ERR_TOO_LARGE;
+        total += 8 + nv[i].name_len + nv[i].value_len;
+        if (total > SL_SPDY_MAX_SEND_BLOCK)
+            return SL_ERR_TOO_LARGE;
+    }
+    if (has_duplicate(nv, n))
+        return SL_ERR_INVAL;
+    return (long long)total;
+}
+
+static void serialise(uint8_t *p, const sl_spdy_nv *nv, size_t n)
+{
+    put32(p, (uint32_t)n);
+    p += 4;
+    for (size_t i = 0; i < n; i++) {
+        put32(p, (uint32_t)nv[i].name_len);
+        p += 4;
+        for (size_t k = 0; k < nv[i].name_len; k++)
+            *p++ = (uint8_t)lower(nv[i].name[k]);
+        put32(p, (uint32_t)nv[i].value_len);
+        p += 4;
+        if (nv[i].value_len)
+            memcpy(p, nv[i].value, nv[i].value_len);
+        p += nv[i].value_len;
+    }
+}
+
+static int deflater_broken(sl_spdy_deflater *d, int err)
+{
+    d->broken = true;
+    return err;
+}
+
+/* Runs deflate(Z_SYNC_FLUSH) until all of the block is out. */
+static int deflate_all(sl_spdy_deflater *d, size_t raw_len, size_t *out_len)
+{
+    size_t len = 0;
+    d->z.next_in = d->raw;
+    d->z.avail_in = (uInt)raw_len;
+    for (;;) {
+        if (len == d->out_cap && grow(&d->out, &d->out_cap, d->out_cap * 2) != SL_OK)
+            return SL_ERR_NOMEM;
+        d->z.next_out = d->out + len;
+        d->z.avail_out = (uInt)(d->out_cap - len);
+        int rc = deflate(&d->z, Z_SYNC_FLUSH);
+        len = d->out_cap - d->z.avail_out;
+        /* Z_BUF_ERROR: nothing left to do after an exactly full buffer */
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            return SL_ERR_COMPRESSION;
+        if (d->z.avail_out != 0 || rc == Z_BUF_ERROR)
+            break;
+    }
+    if (d->z.avail_in != 0)
+        return SL_ERR_COMPRESSION;
+    *out_len = len;
+    return SL_OK;
+}
+
+int sl_spdy_nv_compress(sl_spdy_deflater *d, const sl_spdy_nv *nv, size_t n, const uint8_t **block,
+                        size_t *block_len)
+{
+    if (d->broken || !d->ready)
+        return SL_ERR_COMPRESSION;
+    long long size = raw_size(nv, n);
+    if (size < 0)
+        return (int)size;
+    size_t raw_len = (size_t)size;
+    if (grow(&d->raw, &d->raw_cap, raw_len) != SL_OK)
+        return SL_ERR_NOMEM; /* nothing fed to zlib yet: not broken */
+    serialise(d->raw, nv, n);
+    size_t bound = deflateBound(&d->z, (uLong)raw_len) + 16;
+    if (grow(&d->out, &d->out_cap, bound) != SL_OK)
+        return SL_ERR_NOMEM;
+    size_t out_len;
+    int rc = deflate_all(d, raw_len, &out_len);
+    if (rc != SL_OK)
+        return deflater_broken(d, rc);
+    *block = d->out;
+    *block_len = out_len;
+    return SL_OK;
+}
+
+/* ---- receiving ------------------------------------------------------------- */
+
+int sl_spdy_inflater_init(sl_spdy_inflater *in, size_t max_out)
+{
+    memset(in, 0, sizeof(*in));
+    if (inflateInit(&in->z) != Z_OK)
+        return SL_ERR_NOMEM;
+    in->ready = true;
+    in->max_out = max_out;
+    return SL_OK;
+}
+
+void sl_spdy_inflater_fini(sl_spdy_inflater *in)
+{
+    if (in->ready)
+        inflateEnd(&in->z);
+    free(in->buf);
+    free(in->pairs);
+    memset(in, 0, sizeof(*in));
+}
+
+static int inflater_broken(sl_spdy_inflater *in, int err)
+{
+    in->broken = true;
+    return err;
+}
+
+/* Makes room for more output, never beyond max_out + 1 bytes: producing
+ * byte max_out + 1 is how a bomb is detected. */
+static int inflate_room(sl_spdy_inflater *in)
+{
+    size_t limit = in->max_out + 1;
+    if (in->len < in->cap)
+        return SL_OK;
+    if (in->cap >= limit)
+        return SL_ERR_TOO_LARGE;
+    size_t ncap = in->cap ? in->cap * 2 : INFLATE_FIRST_CAP;
+    if (ncap > limit)
+        ncap = limit;
+    return grow(&in->buf, &in->cap, ncap);
+}
+
+/* One inflate() step. Returns 1 when the block is complete, 0 to go on. */
+static int inflate_step(sl_spdy_inflater *in)
+{
+    int rc = inflate_room(in);
+    if (rc != SL_OK)
+        return rc;
+    in->z.next_out = in->buf + in->len;
+    in->z.avail_out = (uInt)(in->cap - in->len);
+    rc = inflate(&in->z, Z_SYNC_FLUSH);
+    in->len = in->cap - in->z.avail_out;
+    if (rc == Z_NEED_DICT) {
+        if (in->z.adler != SL_SPDY_DICT_ADLER ||
+            inflateSetDictionary(&in->z, sl_spdy_dict, SL_SPDY_DICT_LEN) != Z_OK)
+            return SL_ERR_COMPRESSION;
+        return 0;
+    }
+    if (rc == Z_BUF_ERROR && in->z.avail_in == 0)
+        return 1; /* no input left and nothing more to flush */
+    if (rc != Z_OK)
+        return SL_ERR_COMPRESSION; /* includes Z_STREAM_END: the shared stream may not end */
+    if (in->len > in->max_out)
+        return SL_ERR_TOO_LARGE;
+    return (in->z.avail_in == 0 && in->z.avail_out != 0) ? 1 : 0;
+}
+
+int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
+                          uint8_t **raw, size_t *raw_len)
+{
+    if (in->broken || !in->ready)
+        return SL_ERR_COMPRESSION;
+    in->len = 0;
+    in->z.next_in = (Bytef *)block;
+    in->z.avail_in = (uInt)block_len;
+    int rc = block_len ? 0 : 1;
+    while (rc == 0)
+        rc = inflate_step(in);
+    if (rc < 0)
+        return inflater_broken(in, rc);
+    if (in->len > in->max_out)
+        return inflater_broken(in, SL_ERR_TOO_LARGE);
+    /* spare byte so the parser can NUL-terminate the last value */
+    if (in->len == in->cap && grow(&in->buf, &in->cap, in->len + 1) != SL_OK)
+        return SL_ERR_NOMEM; /* the block was fully inflated: context intact */
+    *raw = in->buf;
+    *raw_len = in->len;
+    return SL_OK;
+}
+
+/* Reads one length-prefixed string at *off. */
+static int take_string(const uint8_t *raw, size_t raw_len, size_t *off, const char **s,
+                       size_t *slen)
+{
+    if (raw_len - *off < 4)
+        return SL_ERR_PROTO;
+    uint32_t l = get32(raw + *off);
+    *off += 4;
+    if (l > raw_len - *off)
+        return SL_ERR_PROTO;
+    *s = (const char *)raw + *off;
+    *slen = l;
+    *off += l;
+    return SL_OK;
+}
+
+int sl_spdy_nv_parse(uint8_t *raw, size_t raw_len, sl_spdy_nv *pairs, size_t max_pairs, size_t *n)
+{
+    *n = 0;
+    if (raw_len < 4)
+        return SL_ERR_PROTO;
+    uint32_t count = get32(raw);
+    if (count > max_pairs)
+        return SL_ERR_TOO_LARGE;
+    size_t off = 4;
+    for (uint32_t i = 0; i < count; i++) {
+        sl_spdy_nv *p = &pairs[i];
+        if (take_string(raw, raw_len, &off, &p->name, &p->name_len) ||
+            take_string(raw, raw_len, &off, &p->value, &p->value_len))
+            return SL_ERR_PROTO;
+        if (p->name_len == 0 || memchr(p->name, 0, p->name_len))
+            return SL_ERR_PROTO;
+    }
+    if (off != raw_len || has_duplicate(pairs, count))
+        return SL_ERR_PROTO;
+    /* Every length is read: now the byte after each string may become a
+     * NUL (it is the next length prefix, or the spare byte at the end). */
+    for (uint32_t i = 0; i < count; i++) {
+        raw[pairs[i].name + pairs[i].name_len - (const char *)raw] = 0;
+        raw[pairs[i].value + pairs[i].value_len - (const char *)raw] = 0;
+    }
+    *n = count;
+    return SL_OK;
+}
+
+int sl_spdy_nv_decode(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
+                      size_t max_pairs, const sl_spdy_nv **nv, size_t *n)
+{
+    uint8_t *raw;
+    size_t raw_len;
+    *n = 0;
+    int rc = sl_spdy_inflate_block(in, block, block_len, &raw, &raw_len);
+    if (rc != SL_OK)
+        return rc;
+    /* Every pair takes at least 8 bytes, which bounds the array by the
+     * block actually received, not only by max_pairs. */
+    size_t want = raw_len >= 4 ? (raw_len - 4) / 8 : 0;
+    if (want > max_pairs)
+        want = max_pairs;
+    if (want > in->pairs_cap) {
+        sl_spdy_nv *np = realloc(in->pairs, want * sizeof(*np));
+        if (!np)
+            return SL_ERR_NOMEM;
+        in->pairs = np;
+        in->pairs_cap = want;
+    }
+    rc = sl_spdy_nv_parse(raw, raw_len, in->pairs, want < max_pairs ? want : max_pairs, n);
+    if (rc == SL_ERR_TOO_LARGE && raw_len >= 4 && get32(raw) <= max_pairs)
+        rc = SL_ERR_PROTO; /* more pairs claimed than bytes present */
+    *nv = in->pairs;
+    return rc;
+}

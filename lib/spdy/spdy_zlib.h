@@ -1,0 +1,128 @@
+/* SPDY/3 Name/Value header blocks and their zlib compression.
+ *
+ * A connection has one compression context per direction, shared by every
+ * SYN_STREAM, SYN_REPLY and HEADERS frame for the life of the session
+ * (protocol notes §4.3, §4.4): sl_spdy_deflater for what we send,
+ * sl_spdy_inflater for what we receive. Both use the SPDY/3 dictionary.
+ * Every received header block must go through the inflater, in order, even
+ * when the frame carrying it is refused; otherwise the context desynchronises.
+ *
+ * Uncompressed layout: num_pairs(32), then per pair name_len(32) name
+ * value_len(32) value. Several values of one name are joined with NUL.
+ */
+#ifndef SL_SPDY_ZLIB_H
+#define SL_SPDY_ZLIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <zlib.h>
+
+#define SL_SPDY_DICT_LEN 1423
+#define SL_SPDY_DICT_ADLER 0xE3C6A7C2u
+
+/* Largest uncompressed block we build when sending; equal to the default
+ * receive limit so we never send what we would refuse. */
+#define SL_SPDY_MAX_SEND_BLOCK 65536u
+/* Compression level and strategy of the deflater. Go's deflater (used by
+ * spdystream) never emits matches shorter than 4 bytes; zlib's filtered
+ * strategy drops short matches too, which makes our first block of an
+ * empty header set byte-identical to spdystream's. Later blocks depend on
+ * the history and differ in bytes, never in meaning. */
+#define SL_SPDY_ZLIB_LEVEL 9
+#define SL_SPDY_ZLIB_STRATEGY Z_FILTERED
+
+/* The SPDY/3 header compression dictionary (draft 3, §2.6.10.1). */
+extern const uint8_t sl_spdy_dict[SL_SPDY_DICT_LEN];
+
+/* One header. Received names and values are NUL-terminated (the NUL is not
+ * counted in the lengths) and point into the inflater's buffer. */
+typedef struct sl_spdy_nv {
+    const char *name;
+    size_t name_len;
+    const char *value;
+    size_t value_len;
+} sl_spdy_nv;
+
+/* Returns the first header whose name equals `name` ignoring ASCII case,
+ * or NULL. */
+const sl_spdy_nv *sl_spdy_nv_find(const sl_spdy_nv *nv, size_t n, const char *name);
+
+/* ---- sending --------------------------------------------------------------- */
+
+typedef struct sl_spdy_deflater {
+    z_stream z;
+    bool ready;  /* deflateInit2 done */
+    bool broken; /* zlib failed mid-block; the peer's context is now out of step */
+    uint8_t *raw, *out;
+    size_t raw_cap, out_cap;
+} sl_spdy_deflater;
+
+/* Prepares the context (level 9, dictionary set). Returns SL_OK or
+ * SL_ERR_NOMEM. */
+int sl_spdy_deflater_init(sl_spdy_deflater *d);
+void sl_spdy_deflater_fini(sl_spdy_deflater *d);
+
+/* Builds and compresses one header block (names are lowercased on the way
+ * out; values are copied as given) ending with a sync flush. On success
+ * *block / *block_len describe the compressed bytes, owned by d and valid
+ * until the next call. Errors:
+ *   SL_ERR_INVAL      empty name, NUL in a name, or two names equal
+ *                     ignoring case (nothing compressed; d still usable)
+ *   SL_ERR_TOO_LARGE  the uncompressed block exceeds SL_SPDY_MAX_SEND_BLOCK
+ *                     (nothing compressed)
+ *   SL_ERR_NOMEM, SL_ERR_COMPRESSION  d is broken for good: every later
+ *                     call fails with SL_ERR_COMPRESSION. */
+int sl_spdy_nv_compress(sl_spdy_deflater *d, const sl_spdy_nv *nv, size_t n, const uint8_t **block,
+                        size_t *block_len);
+
+/* ---- receiving ------------------------------------------------------------- */
+
+typedef struct sl_spdy_inflater {
+    z_stream z;
+    bool ready, broken;
+    size_t max_out; /* decompressed size limit per block */
+    uint8_t *buf;   /* decompressed block (+1 spare byte for a NUL) */
+    size_t cap, len;
+    sl_spdy_nv *pairs;
+    size_t pairs_cap;
+} sl_spdy_inflater;
+
+/* Prepares the context; max_out bounds the decompressed size of one block.
+ * Returns SL_OK or SL_ERR_NOMEM. */
+int sl_spdy_inflater_init(sl_spdy_inflater *in, size_t max_out);
+void sl_spdy_inflater_fini(sl_spdy_inflater *in);
+
+/* Decompresses one block (the frame's NV bytes, exactly). Sets the
+ * dictionary when zlib asks for it. Output grows only up to max_out bytes:
+ * a block that would inflate further is refused while inflating (a bomb
+ * never expands in memory). *raw / *raw_len describe the result, owned by
+ * `in`, valid until the next call; raw[*raw_len] is writable. Errors, all
+ * of which leave the context broken (every later call fails with
+ * SL_ERR_COMPRESSION), because the shared stream is no longer in step:
+ *   SL_ERR_COMPRESSION  corrupt data, wrong dictionary id, end of stream
+ *   SL_ERR_TOO_LARGE    the block inflates beyond max_out
+ *   SL_ERR_NOMEM */
+int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
+                          uint8_t **raw, size_t *raw_len);
+
+/* Parses a decompressed block in place into pairs[0, *n). raw must have
+ * raw_len + 1 writable bytes: names and values are NUL-terminated in place.
+ * Errors (the compression context is unaffected):
+ *   SL_ERR_TOO_LARGE  num_pairs > max_pairs
+ *   SL_ERR_PROTO      truncated or trailing bytes, empty name, NUL in a
+ *                     name, or a duplicate name (compared ignoring case) */
+int sl_spdy_nv_parse(uint8_t *raw, size_t raw_len, sl_spdy_nv *pairs, size_t max_pairs, size_t *n);
+
+/* Inflate + parse. Pairs are stored in `in` (valid until the next call).
+ * Returns the errors of both steps; sl_spdy_inflater_broken() tells the
+ * fatal ones (compression) from the per-frame ones (parse). */
+int sl_spdy_nv_decode(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
+                      size_t max_pairs, const sl_spdy_nv **nv, size_t *n);
+
+static inline bool sl_spdy_inflater_broken(const sl_spdy_inflater *in)
+{
+    return in->broken;
+}
+
+#endif
