@@ -1,0 +1,26 @@
+// Per-file server fixtures for node:test.
+import { after, before, test } from 'node:test';
+import { startHostd } from './hostd.mjs';
+
+// Starts one sluice-hostd (with extra args) before the file's tests; a
+// backstop kills it if the stop test never ran. Use fx.h in tests.
+export function serverFixture(args = []) {
+  const fx = { h: null, args };
+  before(async () => {
+    fx.h = await startHostd(args);
+  });
+  after(() => {
+    if (fx.h && !fx.h.exited) fx.h.proc.kill('SIGKILL');
+  });
+  return fx;
+}
+
+// The file's last test: no session or process is left over, then SIGTERM
+// must give exit 0 with no sanitizer report (stderr shown otherwise).
+export function stopTest(fx, label = '') {
+  test(`sluice-hostd${label ? ` (${label})` : ''} is idle, then exits 0 on SIGTERM`, async () => {
+    await fx.h.waitStats((s) => s.sessions === 0 && s.running === 0, 5000,
+      'sessions 0 and running 0');
+    await fx.h.stop();
+  });
+}
