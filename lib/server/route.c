@@ -19,6 +19,17 @@ static const char *const rc_ws_protocols[] = {
     NULL,
 };
 
+/* Legacy WebSocket port-forward (protocol notes §8.1). */
+static const char *const pf_ws_protocols[] = {
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "",
+    NULL,
+};
+
+/* Channels 2i and 2i+1 must fit in one byte. */
+#define SL_WS_PF_MAX_PORTS 127
+
 static void answer(sl_conn *c, int status, const char *extra, const char *body)
 {
     sl_http_write_error(sl_conn_out(c), status, extra, body);
@@ -34,22 +45,38 @@ static sl_token_kind kind_of(const char *m, size_t n)
     return SL_TOKEN_PORTFORWARD;
 }
 
+static bool ports_ok(const sl_portforward_request *p)
+{
+    if (p->nports == 0 || p->nports > SL_WS_PF_MAX_PORTS)
+        return false;
+    for (size_t i = 0; i < p->nports; i++)
+        if (p->ports[i] == 0)
+            return false;
+    return true;
+}
+
 static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
                        const uint8_t *leftover, size_t len)
 {
-    if (req->kind == SL_TOKEN_PORTFORWARD) {
+    bool pf = req->kind == SL_TOKEN_PORTFORWARD;
+    if (pf && !ports_ok(&req->u.pf)) {
         sl_stream_req_free(req);
-        answer(c, 400, NULL, "port-forward over WebSocket is not supported yet\n");
+        answer(c, 400, NULL,
+               "port-forward over WebSocket needs 1 to 127 ports, each 1-65535, in the "
+               "PortForward request\n");
         return;
     }
     const char *chosen = NULL;
-    int st = sl_ws_handshake(r, rc_ws_protocols, &chosen, sl_conn_out(c));
+    int st = sl_ws_handshake(r, pf ? pf_ws_protocols : rc_ws_protocols, &chosen, sl_conn_out(c));
     if (st != 0) {
         sl_stream_req_free(req);
         sl_conn_finish(c); /* the handshake wrote the error answer */
         return;
     }
-    sl_ws_rc_start(s, c, req, chosen, leftover, len);
+    if (pf)
+        sl_ws_pf_start(s, c, req, chosen, leftover, len);
+    else
+        sl_ws_rc_start(s, c, req, chosen, leftover, len);
 }
 
 void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const uint8_t *leftover,

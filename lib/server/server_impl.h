@@ -40,6 +40,10 @@ struct sl_stream_req;
 void sl_ws_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
                     const uint8_t *leftover, size_t len);
 
+/* Starts a legacy WebSocket port-forward session on c. Takes req. */
+void sl_ws_pf_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+                    const uint8_t *leftover, size_t len);
+
 /* Called when a connection ends, to keep the count and finish a close. */
 void sl_server_conn_gone(sl_server *srv, sl_conn *c, bool was_session);
 

@@ -6,6 +6,7 @@
 #include "remotecommand/rc.h"
 #include "server/server_impl.h"
 #include "server/stream_req.h"
+#include "server/ws_out.h"
 #include "ws/ws_channel.h"
 #include "ws/ws_conn.h"
 
@@ -13,12 +14,11 @@ typedef struct ws_rc {
     sl_server *srv;
     sl_conn *c;
     sl_ws_conn *ws;
+    sl_ws_out out;
     sl_rc *rc;
     int version;
     bool base64;
     bool ending; /* close frame queued */
-    uint8_t *enc;
-    size_t enc_cap;
 } ws_rc;
 
 /* ---- sl_rc_transport ---- */
@@ -34,17 +34,7 @@ static int t_send(void *t, int ch, const uint8_t *data, size_t len)
     ws_rc *w = t;
     if (w->ending)
         return SL_ERR_CLOSED;
-    size_t need = sl_ws_channel_encoded_len(len, w->base64);
-    if (need > w->enc_cap) {
-        uint8_t *p = realloc(w->enc, need);
-        if (!p)
-            return SL_ERR_NOMEM;
-        w->enc = p;
-        w->enc_cap = need;
-    }
-    size_t n = sl_ws_channel_encode(w->enc, (uint8_t)ch, data, len, w->base64);
-    int rc =
-        sl_ws_conn_send_msg(w->ws, w->base64 ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, w->enc, n);
+    int rc = sl_ws_out_send(&w->out, (uint8_t)ch, data, len);
     if (rc < 0)
         return rc;
     flush(w);
@@ -163,7 +153,7 @@ static void p_closed(void *s)
     ws_rc *w = s;
     sl_rc_close(w->rc);
     sl_ws_conn_free(w->ws);
-    free(w->enc);
+    sl_ws_out_fini(&w->out);
     free(w);
 }
 
@@ -230,9 +220,10 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         sl_conn_abort(c);
         return;
     }
-    static const uint8_t none[1];
+    w->out.ws = w->ws;
+    w->out.base64 = w->base64;
     sl_conn_flush(c); /* the 101 */
-    t_send(w, first, none, 0);
+    t_send(w, first, NULL, 0);
     sl_conn_upgrade(c, &ws_rc_proto, w, leftover, len);
     sl_rc_start(w->rc);
 }

@@ -1,0 +1,28 @@
+#include "server/ws_out.h"
+
+#include <stdlib.h>
+
+#include "sluice/error.h"
+#include "ws/ws_channel.h"
+
+int sl_ws_out_send(sl_ws_out *o, uint8_t ch, const uint8_t *data, size_t len)
+{
+    static const uint8_t none[1];
+    size_t need = sl_ws_channel_encoded_len(len, o->base64);
+    if (need > o->cap) {
+        uint8_t *p = realloc(o->enc, need);
+        if (!p)
+            return SL_ERR_NOMEM;
+        o->enc = p;
+        o->cap = need;
+    }
+    size_t n = sl_ws_channel_encode(o->enc, ch, len ? data : none, len, o->base64);
+    return sl_ws_conn_send_msg(o->ws, o->base64 ? WSLAY_TEXT_FRAME : WSLAY_BINARY_FRAME, o->enc, n);
+}
+
+void sl_ws_out_fini(sl_ws_out *o)
+{
+    free(o->enc);
+    o->enc = NULL;
+    o->cap = 0;
+}
