@@ -32,7 +32,8 @@ export class Session {
     this.base64 = false;
     this.protocol = null;
     this.upgradeHeaders = null;
-    this.keep = opts.keep !== false;
+    // true, false, or a function (channel) => bool: which payloads to keep.
+    this.keep = opts.keep === undefined ? true : opts.keep;
     this.sink = opts.sink || null; // (channel, Buffer) for every data message
     this.messages = []; // {channel, data, isBinary}
     this.byChannel = new Map();
@@ -67,7 +68,7 @@ export class Session {
       payload = data.subarray(1);
     }
     const m = { channel, data: payload, isBinary, raw: data, rawLength: data.length };
-    if (this.keep) {
+    if (this.keep === true || (typeof this.keep === 'function' && this.keep(channel))) {
       this.messages.push(m);
       if (!this.byChannel.has(channel)) this.byChannel.set(channel, []);
       this.byChannel.get(channel).push(payload);
