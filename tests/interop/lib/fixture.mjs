@@ -1,6 +1,7 @@
 // Per-file server fixtures for node:test.
 import { after, before, test } from 'node:test';
 import { startHostd } from './hostd.mjs';
+import { terminateAll } from './session.mjs';
 
 // Starts one sluice-hostd (with extra args) before the file's tests; a
 // backstop kills it if the stop test never ran. Use fx.h in tests.
@@ -19,6 +20,7 @@ export function serverFixture(args = []) {
 // must give exit 0 with no sanitizer report (stderr shown otherwise).
 export function stopTest(fx, label = '') {
   test(`sluice-hostd${label ? ` (${label})` : ''} is idle, then exits 0 on SIGTERM`, async () => {
+    terminateAll(); // sockets that a failed test left open
     await fx.h.waitStats((s) => s.sessions === 0 && s.running === 0, 5000,
       'sessions 0 and running 0');
     await fx.h.stop();

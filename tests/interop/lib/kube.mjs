@@ -9,6 +9,7 @@ import { Exec, KubeConfig } from '@kubernetes/client-node';
 // the close comes before exec() resolves.
 import { WebSocketHandler } from '@kubernetes/client-node/dist/web-socket-handler.js';
 import WebSocket from 'ws';
+import { trackSocket } from './session.mjs';
 
 const KUBE_TIMEOUT_MS = 20000;
 
@@ -62,6 +63,7 @@ export async function kubeExec(wsUrl, { stdout = null, stderr = null, stdin = nu
     dialed = { uri, protocols };
     sock = new WebSocket(uri, protocols, opts);
     sock.on('close', (code) => onClose(code));
+    trackSocket(sock);
     return sock;
   };
   const exec = new Exec(kc, new WebSocketHandler(kc, factory));

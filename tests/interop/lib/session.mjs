@@ -26,9 +26,26 @@ export function failureJson(code) {
 
 const DEFAULT_TIMEOUT_MS = 20000;
 
+// Every client socket still open, so a file's last test can cut the ones a
+// failed test left behind (the server must then clean up after them).
+const openSockets = new Set();
+
+export function trackSocket(ws) {
+  openSockets.add(ws);
+  ws.on('close', () => openSockets.delete(ws));
+}
+
+export function terminateAll() {
+  const n = openSockets.size;
+  for (const ws of openSockets) ws.terminate();
+  openSockets.clear();
+  return n;
+}
+
 export class Session {
   constructor(ws, opts) {
     this.ws = ws;
+    trackSocket(ws);
     this.base64 = false;
     this.protocol = null;
     this.upgradeHeaders = null;
