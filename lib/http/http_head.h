@@ -42,17 +42,29 @@ typedef struct sl_http_head_parser {
     http_parser_settings settings;
     sl_http_limits limits;
     sl_http_request req;
-    size_t head_bytes;   /* consumed so far */
-    size_t cap_headers;  /* allocated slots in req.headers */
-    char *url;           /* raw URL being collected */
+    size_t head_bytes;  /* consumed so far */
+    size_t cap_headers; /* allocated slots in req.headers */
+    char *url;          /* raw URL being collected */
     size_t url_len;
-    int last_was_value;  /* http-parser callback state */
+    size_t url_cap;
+    char *cur; /* header name or value being collected */
+    size_t cur_len;
+    size_t cur_cap;
+    int collect;       /* what the callbacks are collecting (http_head.c) */
+    int value_at_end;  /* last value piece ended at the end of its chunk */
+    int skip_ws;       /* drop leading blanks of the next value bytes */
+    int rl_phase;      /* request-line scan: 0 leading blank lines, 1 in line, 2 done */
+    size_t rl_len;     /* bytes of the request line seen so far */
+    const char *chunk; /* bytes being parsed now (for obs-fold detection) */
+    size_t chunk_len;
     int done;
     sl_http_head_state state;
-    int err_status;      /* 400 or 431 */
-    char err_text[160];  /* body text: which limit or what is malformed */
+    int err_status;     /* 400, 414 or 431; 500 when out of memory */
+    char err_text[160]; /* body text: which limit or what is malformed */
 } sl_http_head_parser;
 
+/* limits may be NULL; NULL or a zero field means the SL_DEFAULT_MAX_* value
+ * of include/sluice/server.h. */
 void sl_http_head_init(sl_http_head_parser *p, const sl_http_limits *limits);
 /* Releases the request's memory. */
 void sl_http_head_fini(sl_http_head_parser *p);
