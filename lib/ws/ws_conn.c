@@ -1,0 +1,365 @@
+#include "ws/ws_conn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sluice/error.h"
+
+#define WS_CLOSE_REASON_MAX 123 /* RFC 6455 §5.5: control payload <= 125 */
+#define WS_HDR_MAX 14           /* 2 + 8 (length) + 4 (mask key) */
+
+/* Inbound frame headers are scanned one step ahead of wslay. wslay does
+ * refuse unmasked client frames, but it neither tells which close code it
+ * queued nor sends one for header-level errors (it queues an empty close),
+ * so every header rule is checked here first and the bytes of an offending
+ * frame never reach wslay. Resumable at any byte. */
+typedef struct frame_scan {
+    uint8_t hdr[WS_HDR_MAX];
+    size_t have;      /* header bytes collected */
+    size_t len_end;   /* header bytes up to the end of the length field */
+    size_t need;      /* header bytes in all (mask key included) */
+    uint64_t plen;    /* payload length once the length field is complete */
+    uint64_t remain;  /* payload bytes left in the current frame */
+    int in_msg;       /* a fragmented data message is open */
+    uint64_t msg_len; /* its payload so far */
+} frame_scan;
+
+struct sl_ws_conn {
+    wslay_event_context_ptr ctx;
+    sl_ws_callbacks cb;
+    void *arg;
+    sl_bufq *out;
+    uint64_t max_message;
+    const uint8_t *in; /* bytes being fed to wslay */
+    size_t in_len;
+    frame_scan scan;
+    int err;            /* sticky sl_err once the connection failed */
+    int out_err;        /* set by send_cb when out could not grow */
+    int close_reported; /* on_close already called */
+};
+
+static void report_close(sl_ws_conn *ws, uint16_t code)
+{
+    if (ws->close_reported)
+        return;
+    ws->close_reported = 1;
+    if (ws->cb.on_close)
+        ws->cb.on_close(ws->arg, code);
+}
+
+/* ---- frame header scan ---- */
+
+static uint16_t check_first_two(frame_scan *s)
+{
+    uint8_t fin = s->hdr[0] >> 7, rsv = (s->hdr[0] >> 4) & 7, op = s->hdr[0] & 0xf;
+    uint8_t mask = s->hdr[1] >> 7, len7 = s->hdr[1] & 0x7f;
+    if (rsv || !mask) /* no extensions negotiated; clients must mask */
+        return WSLAY_CODE_PROTOCOL_ERROR;
+    if (op & 8) {
+        if (op > WSLAY_PONG || !fin || len7 > 125)
+            return WSLAY_CODE_PROTOCOL_ERROR;
+        if (op == WSLAY_CONNECTION_CLOSE && len7 == 1)
+            return WSLAY_CODE_PROTOCOL_ERROR; /* a code is 2 bytes */
+    } else {
+        if (op > WSLAY_BINARY_FRAME)
+            return WSLAY_CODE_PROTOCOL_ERROR;
+        if ((op == WSLAY_CONTINUATION_FRAME) != (s->in_msg != 0))
+            return WSLAY_CODE_PROTOCOL_ERROR;
+    }
+    s->len_end = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0);
+    s->need = s->len_end + 4;
+    return 0;
+}
+
+static uint64_t be_read(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Checked as soon as the length field is complete: wslay acts on it then. */
+static uint16_t check_length(frame_scan *s, uint64_t max)
+{
+    uint8_t op = s->hdr[0] & 0xf, len7 = s->hdr[1] & 0x7f;
+    uint64_t plen = len7;
+    if (len7 == 126) {
+        plen = be_read(s->hdr + 2, 2);
+        if (plen < 126)
+            return WSLAY_CODE_PROTOCOL_ERROR; /* not the shortest form */
+    } else if (len7 == 127) {
+        plen = be_read(s->hdr + 2, 8);
+        if (plen < 65536 || plen >> 63)
+            return WSLAY_CODE_PROTOCOL_ERROR;
+    }
+    /* Same accounting as wslay's max_recv_msg_length check. */
+    uint64_t base = op == WSLAY_CONTINUATION_FRAME ? s->msg_len : 0;
+    if (plen > max - base)
+        return WSLAY_CODE_MESSAGE_TOO_BIG;
+    s->plen = plen;
+    return 0;
+}
+
+static void start_payload(frame_scan *s)
+{
+    uint8_t fin = s->hdr[0] >> 7, op = s->hdr[0] & 0xf;
+    if (!(op & 8)) {
+        s->msg_len = (op == WSLAY_CONTINUATION_FRAME ? s->msg_len : 0) + s->plen;
+        s->in_msg = !fin;
+    }
+    s->remain = s->plen;
+    s->have = 0;
+}
+
+/* Scans len bytes. Returns how many may go to wslay: all, or on a violation
+ * (*code set) those before the offending frame's header. */
+static size_t scan_bytes(frame_scan *s, uint64_t max, const uint8_t *p, size_t len, uint16_t *code)
+{
+    size_t i = 0, hdr_start = 0;
+    while (i < len) {
+        if (s->remain > 0) {
+            size_t n = s->remain < len - i ? (size_t)s->remain : len - i;
+            i += n;
+            s->remain -= n;
+            continue;
+        }
+        if (s->have == 0)
+            hdr_start = i;
+        s->hdr[s->have++] = p[i++];
+        uint16_t c = s->have == 2 ? check_first_two(s) : 0;
+        if (!c && s->have == s->len_end)
+            c = check_length(s, max);
+        if (c) {
+            *code = c;
+            return hdr_start;
+        }
+        if (s->have == s->need)
+            start_payload(s);
+    }
+    return len;
+}
+
+/* ---- wslay callbacks ---- */
+
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
+{
+    (void)flags;
+    sl_ws_conn *ws = user;
+    if (ws->in_len == 0) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    size_t n = len < ws->in_len ? len : ws->in_len;
+    memcpy(buf, ws->in, n);
+    ws->in += n;
+    ws->in_len -= n;
+    return (ssize_t)n;
+}
+
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+                       void *user)
+{
+    (void)flags;
+    sl_ws_conn *ws = user;
+    if (sl_bufq_append(ws->out, data, len) != SL_OK) {
+        ws->out_err = SL_ERR_NOMEM;
+        wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+        return -1;
+    }
+    return (ssize_t)len;
+}
+
+/* Servers never mask, but wslay wants the callback set. */
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
+{
+    (void)ctx;
+    (void)user;
+    memset(buf, 0, len);
+    return 0;
+}
+
+/* wslay queues its close answer ahead of queued data messages (control
+ * frames go first), so flush the data before a peer's close is processed. */
+static void on_frame_start_cb(wslay_event_context_ptr ctx,
+                              const struct wslay_event_on_frame_recv_start_arg *a, void *user)
+{
+    (void)user;
+    if (a->opcode == WSLAY_CONNECTION_CLOSE)
+        wslay_event_send(ctx);
+}
+
+static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *a,
+                      void *user)
+{
+    (void)ctx;
+    sl_ws_conn *ws = user;
+    static uint8_t empty[1];
+    if (a->opcode == WSLAY_TEXT_FRAME || a->opcode == WSLAY_BINARY_FRAME) {
+        /* wslay hands over its own heap copy of the message, freed after
+         * this call, so the receiver may decode it in place. */
+        uint8_t *msg = a->msg_length ? (uint8_t *)(uintptr_t)a->msg : empty;
+        if (ws->cb.on_msg)
+            ws->cb.on_msg(ws->arg, a->opcode == WSLAY_TEXT_FRAME, msg, a->msg_length);
+    } else if (a->opcode == WSLAY_CONNECTION_CLOSE) {
+        report_close(ws, a->status_code ? a->status_code : WSLAY_CODE_NO_STATUS_RCVD);
+    }
+}
+
+/* ---- public API ---- */
+
+sl_ws_conn *sl_ws_conn_new(const sl_ws_callbacks *cb, void *arg, sl_bufq *out, size_t max_message)
+{
+    sl_ws_conn *ws = calloc(1, sizeof(*ws));
+    if (!ws)
+        return NULL;
+    struct wslay_event_callbacks wcb = {
+        .recv_callback = recv_cb,
+        .send_callback = send_cb,
+        .genmask_callback = genmask_cb,
+        .on_frame_recv_start_callback = on_frame_start_cb,
+        .on_msg_recv_callback = on_msg_cb,
+    };
+    if (wslay_event_context_server_init(&ws->ctx, &wcb, ws) != 0) {
+        free(ws);
+        return NULL;
+    }
+    wslay_event_config_set_max_recv_msg_length(ws->ctx, max_message);
+    if (cb)
+        ws->cb = *cb;
+    ws->arg = arg;
+    ws->out = out;
+    ws->max_message = max_message;
+    return ws;
+}
+
+void sl_ws_conn_free(sl_ws_conn *ws)
+{
+    if (!ws)
+        return;
+    wslay_event_context_free(ws->ctx);
+    free(ws);
+}
+
+int sl_ws_conn_flush(sl_ws_conn *ws)
+{
+    ws->out_err = 0;
+    int r = wslay_event_send(ws->ctx);
+    if (ws->out_err)
+        return ws->out_err;
+    if (r == WSLAY_ERR_NOMEM)
+        return SL_ERR_NOMEM;
+    return r == 0 ? SL_OK : SL_ERR_STATE;
+}
+
+static int map_queue_err(int r)
+{
+    switch (r) {
+    case 0:
+        return SL_OK;
+    case WSLAY_ERR_NOMEM:
+        return SL_ERR_NOMEM;
+    case WSLAY_ERR_NO_MORE_MSG:
+        return SL_ERR_CLOSED;
+    default:
+        return SL_ERR_INVAL;
+    }
+}
+
+/* Flushes first so that messages queued earlier precede the close. */
+static int queue_close(sl_ws_conn *ws, uint16_t code, const uint8_t *reason, size_t len)
+{
+    int rv = sl_ws_conn_flush(ws);
+    if (rv != SL_OK)
+        return rv;
+    return map_queue_err(wslay_event_queue_close(ws->ctx, code, reason, len));
+}
+
+/* A protocol failure: answer with close(code), stop reading. */
+static int fail(sl_ws_conn *ws, uint16_t code)
+{
+    queue_close(ws, code, NULL, 0);
+    wslay_event_shutdown_read(ws->ctx);
+    report_close(ws, code);
+    ws->err = code == WSLAY_CODE_MESSAGE_TOO_BIG ? SL_ERR_TOO_LARGE : SL_ERR_PROTO;
+    return ws->err;
+}
+
+/* wslay stopped reading without a close from the peer: it failed the
+ * connection itself (invalid UTF-8 in text: 1007; bad close code: 1002).
+ * The code it chose is only visible once its close is sent. */
+static int wslay_failed(sl_ws_conn *ws)
+{
+    uint16_t code = WSLAY_CODE_PROTOCOL_ERROR;
+    if (sl_ws_conn_flush(ws) == SL_OK && wslay_event_get_close_sent(ws->ctx) &&
+        wslay_event_get_status_code_sent(ws->ctx) != WSLAY_CODE_NO_STATUS_RCVD)
+        code = wslay_event_get_status_code_sent(ws->ctx);
+    report_close(ws, code);
+    ws->err = code == WSLAY_CODE_MESSAGE_TOO_BIG ? SL_ERR_TOO_LARGE : SL_ERR_PROTO;
+    return ws->err;
+}
+
+static int feed(sl_ws_conn *ws, const uint8_t *data, size_t len)
+{
+    ws->in = data;
+    ws->in_len = len;
+    int r = 0;
+    while (ws->in_len > 0 && wslay_event_get_read_enabled(ws->ctx)) {
+        size_t before = ws->in_len;
+        r = wslay_event_recv(ws->ctx);
+        if (r != 0 || ws->in_len == before)
+            break;
+    }
+    ws->in = NULL;
+    ws->in_len = 0;
+    if (r == WSLAY_ERR_NOMEM) {
+        ws->err = SL_ERR_NOMEM;
+        return ws->err;
+    }
+    return r == 0 ? SL_OK : wslay_failed(ws);
+}
+
+int sl_ws_conn_recv(sl_ws_conn *ws, const uint8_t *data, size_t len)
+{
+    if (ws->err)
+        return ws->err;
+    if (!wslay_event_get_read_enabled(ws->ctx))
+        return SL_OK; /* after the peer's close: drop whatever follows */
+    uint16_t code = 0;
+    size_t ok = scan_bytes(&ws->scan, ws->max_message, data, len, &code);
+    int rv = feed(ws, data, ok);
+    if (rv != SL_OK)
+        return rv;
+    if (!wslay_event_get_read_enabled(ws->ctx))
+        return wslay_event_get_close_received(ws->ctx) ? SL_OK : wslay_failed(ws);
+    return code ? fail(ws, code) : SL_OK;
+}
+
+int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t len)
+{
+    if (opcode != WSLAY_BINARY_FRAME && opcode != WSLAY_TEXT_FRAME)
+        return SL_ERR_INVAL;
+    struct wslay_event_msg m = {(uint8_t)opcode, data, len};
+    return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
+}
+
+int sl_ws_conn_close(sl_ws_conn *ws, uint16_t code, const char *reason)
+{
+    size_t len = reason ? strlen(reason) : 0;
+    if (len > WS_CLOSE_REASON_MAX) {
+        len = WS_CLOSE_REASON_MAX;
+        while (len > 0 && ((uint8_t)reason[len] & 0xc0) == 0x80)
+            len--; /* do not cut a UTF-8 sequence */
+    }
+    return queue_close(ws, code, (const uint8_t *)reason, len);
+}
+
+int sl_ws_conn_close_sent(const sl_ws_conn *ws)
+{
+    return wslay_event_get_close_sent(ws->ctx);
+}
+
+size_t sl_ws_conn_queued(const sl_ws_conn *ws)
+{
+    return wslay_event_get_queued_msg_length(ws->ctx);
+}
