@@ -5,6 +5,7 @@
 
 #include "http/http_response.h"
 #include "server/server_impl.h"
+#include "server/spdy_upgrade.h"
 #include "server/stream_req.h"
 #include "ws/ws_handshake.h"
 
@@ -18,6 +19,15 @@ static const char *const rc_ws_protocols[] = {
     "",
     NULL,
 };
+
+/* SPDY remote-command versions. No v5: client-go offers it first, but it
+ * would run a v5 SPDY session exactly like v4 and no Go server accepts it;
+ * v5's only addition, the CLOSE signal, is a WebSocket message (over SPDY a
+ * stream FIN does that job). Choosing v4 is what every client expects. */
+static const char *const rc_spdy_protocols[] = {
+    "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io", NULL,
+};
+static const char *const pf_spdy_protocols[] = {"portforward.k8s.io", NULL};
 
 /* Legacy WebSocket port-forward (protocol notes §8.1). */
 static const char *const pf_ws_protocols[] = {
@@ -55,10 +65,33 @@ static bool ports_ok(const sl_portforward_request *p)
     return true;
 }
 
+/* True when the client lists proto in Sec-WebSocket-Protocol. */
+static int match_offer(const char *elem, size_t len, void *arg)
+{
+    return strlen(arg) == len && !memcmp(elem, arg, len);
+}
+
+static bool sl_ws_offers(const sl_http_request *r, const char *proto)
+{
+    return sl_http_header_each(r, "Sec-WebSocket-Protocol", match_offer, (void *)proto) != 0;
+}
+
 static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
                        const uint8_t *leftover, size_t len)
 {
     bool pf = req->kind == SL_TOKEN_PORTFORWARD;
+    /* The SPDY tunnel takes its ports from stream headers, not the request. */
+    if (pf && sl_ws_offers(r, "SPDY/3.1+portforward.k8s.io")) {
+        const char *tunnel_only[] = {"SPDY/3.1+portforward.k8s.io", NULL};
+        const char *chosen = NULL;
+        if (sl_ws_handshake(r, tunnel_only, &chosen, sl_conn_out(c)) != 0) {
+            sl_stream_req_free(req);
+            sl_conn_finish(c);
+            return;
+        }
+        sl_spdy_tunnel_start(s, c, req, leftover, len);
+        return;
+    }
     if (pf && !ports_ok(&req->u.pf)) {
         sl_stream_req_free(req);
         answer(c, 400, NULL,
@@ -77,6 +110,23 @@ static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_st
         sl_ws_pf_start(s, c, req, chosen, leftover, len);
     else
         sl_ws_rc_start(s, c, req, chosen, leftover, len);
+}
+
+static void upgrade_spdy(sl_server *s, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
+                         const uint8_t *leftover, size_t len)
+{
+    bool pf = req->kind == SL_TOKEN_PORTFORWARD;
+    const char *chosen = NULL;
+    if (sl_spdy_upgrade(r, pf ? pf_spdy_protocols : rc_spdy_protocols, &chosen, sl_conn_out(c)) !=
+        0) {
+        sl_stream_req_free(req);
+        sl_conn_finish(c); /* the error answer is queued */
+        return;
+    }
+    if (pf)
+        sl_spdy_pf_start(s, c, req, leftover, len);
+    else
+        sl_spdy_rc_start(s, c, req, chosen, leftover, len);
 }
 
 void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const uint8_t *leftover,
@@ -103,6 +153,5 @@ void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const u
         upgrade_ws(s, c, r, req, leftover, len);
         return;
     }
-    sl_stream_req_free(req);
-    answer(c, 400, NULL, "unable to upgrade: SPDY/3.1 is not supported yet\n");
+    upgrade_spdy(s, c, r, req, leftover, len);
 }

@@ -44,6 +44,15 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const
 void sl_ws_pf_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
                     const uint8_t *leftover, size_t len);
 
+/* SPDY sessions (101 already queued). Take req. */
+void sl_spdy_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+                      const uint8_t *leftover, size_t len);
+void sl_spdy_pf_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req,
+                      const uint8_t *leftover, size_t len);
+
+void sl_spdy_tunnel_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req,
+                          const uint8_t *leftover, size_t len);
+
 /* Called when a connection ends, to keep the count and finish a close. */
 void sl_server_conn_gone(sl_server *srv, sl_conn *c, bool was_session);
 
