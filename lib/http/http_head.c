@@ -332,7 +332,7 @@ size_t sl_http_head_feed(sl_http_head_parser *p, const uint8_t *buf, size_t len)
     p->head_bytes += used;
     if (p->state == SL_HTTP_HEAD_MORE && n < len) {
         if (rl_over)
-            set_error(p, 414, "request line exceeds the limit of %u bytes\n",
+            set_error(p, 400, "request line exceeds the limit of %u bytes\n",
                       p->limits.max_request_line);
         else
             set_error(p, 431, "request head exceeds the limit of %u bytes\n",

@@ -59,7 +59,7 @@ typedef struct sl_http_head_parser {
     size_t chunk_len;
     int done;
     sl_http_head_state state;
-    int err_status;     /* 400, 414 or 431; 500 when out of memory */
+    int err_status;     /* 400 or 431; 500 when out of memory */
     char err_text[160]; /* body text: which limit or what is malformed */
 } sl_http_head_parser;
 
