@@ -3,10 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <openssl/evp.h>
 
+#include "http/http_response.h"
 #include "io/base64.h"
 #include "sluice/error.h"
 
@@ -15,103 +15,10 @@
 #define WS_KEY_RAW_LEN 16
 #define WS_VERSION "13"
 
-/* --- Header lookups. Private stand-ins for sl_http_header_get/_has_token/
- * _each (http_head.c had not landed when this layer was written); same
- * semantics as declared in http/http_head.h. --- */
-
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static const char *hdr_get(const sl_http_request *r, const char *name)
-{
-    for (size_t i = 0; i < r->nheaders; i++)
-        if (strcasecmp(r->headers[i].name, name) == 0)
-            return r->headers[i].value;
-    return NULL;
-}
-
-/* Calls fn for each comma-separated, blank-trimmed element of value. */
-static int each_elem(const char *value, int (*fn)(const char *, size_t, void *), void *arg)
-{
-    const char *p = value;
-    for (;;) {
-        const char *end = strchr(p, ',');
-        const char *stop = end ? end : p + strlen(p);
-        const char *b = p, *e = stop;
-        while (b < e && is_blank(*b))
-            b++;
-        while (e > b && is_blank(e[-1]))
-            e--;
-        int rv = fn(b, (size_t)(e - b), arg);
-        if (rv || !end)
-            return rv;
-        p = end + 1;
-    }
-}
-
-static int hdr_each(const sl_http_request *r, const char *name,
-                    int (*fn)(const char *, size_t, void *), void *arg)
-{
-    for (size_t i = 0; i < r->nheaders; i++) {
-        if (strcasecmp(r->headers[i].name, name) != 0)
-            continue;
-        int rv = each_elem(r->headers[i].value, fn, arg);
-        if (rv)
-            return rv;
-    }
-    return 0;
-}
-
-static int token_eq(const char *elem, size_t len, void *arg)
-{
-    const char *token = arg;
-    return len == strlen(token) && strncasecmp(elem, token, len) == 0;
-}
-
-static int hdr_has_token(const sl_http_request *r, const char *name, const char *token)
-{
-    return hdr_each(r, name, token_eq, (void *)token);
-}
-
-/* --- Responses. Private stand-ins for sl_http_write_error/_101. --- */
-
-static const char *reason_of(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 405:
-        return "Method Not Allowed";
-    default:
-        return "Unknown";
-    }
-}
-
-static int write_error(sl_bufq *out, int status, const char *extra, const char *body)
-{
-    return sl_bufq_appendf(out,
-                           "HTTP/1.1 %d %s\r\n"
-                           "Content-Type: text/plain; charset=utf-8\r\n"
-                           "Content-Length: %zu\r\n"
-                           "Connection: close\r\n"
-                           "%s\r\n%s",
-                           status, reason_of(status), strlen(body), extra ? extra : "", body);
-}
-
-static int write_101(sl_bufq *out, const char *headers)
-{
-    return sl_bufq_appendf(out, "HTTP/1.1 101 Switching Protocols\r\n%s\r\n", headers);
-}
-
-/* --- The handshake proper. --- */
-
 int sl_ws_is_upgrade(const sl_http_request *r)
 {
-    return hdr_has_token(r, "Upgrade", "websocket") && hdr_has_token(r, "Connection", "upgrade");
+    return sl_http_header_has_token(r, "Upgrade", "websocket") &&
+           sl_http_header_has_token(r, "Connection", "upgrade");
 }
 
 void sl_ws_accept_key(const char *key, char out[29])
@@ -164,7 +71,7 @@ static int pick_elem(const char *elem, size_t len, void *arg)
 static const char *choose_protocol(const sl_http_request *r, const char *const *allowed)
 {
     proto_pick p = {allowed, NULL, 0};
-    hdr_each(r, "Sec-WebSocket-Protocol", pick_elem, &p);
+    sl_http_header_each(r, "Sec-WebSocket-Protocol", pick_elem, &p);
     if (p.offered)
         return p.chosen;
     for (const char *const *a = allowed; *a; a++)
@@ -175,7 +82,7 @@ static const char *choose_protocol(const sl_http_request *r, const char *const *
 
 static int fail(sl_bufq *out, int status, const char *extra, const char *body)
 {
-    return write_error(out, status, extra, body) == SL_OK ? status : -1;
+    return sl_http_write_error(out, status, extra, body) == SL_OK ? status : -1;
 }
 
 static int accept_upgrade(const char *key, const char *chosen, sl_bufq *out)
@@ -194,7 +101,7 @@ static int accept_upgrade(const char *key, const char *chosen, sl_bufq *out)
         return -1;
     snprintf(hdrs, (size_t)n + 1, HDRS_FMT, accept, pre, chosen, post);
 #undef HDRS_FMT
-    int rv = write_101(out, hdrs);
+    int rv = sl_http_write_101(out, hdrs);
     free(hdrs);
     return rv == SL_OK ? 0 : -1;
 }
@@ -206,10 +113,10 @@ int sl_ws_handshake(const sl_http_request *r, const char *const *allowed, const 
         return fail(out, 405, "Allow: GET\r\n", "method not allowed\n");
     if (!sl_ws_is_upgrade(r))
         return fail(out, 400, NULL, "missing upgrade headers\n");
-    const char *key = hdr_get(r, "Sec-WebSocket-Key");
+    const char *key = sl_http_header_get(r, "Sec-WebSocket-Key");
     if (!key_valid(key))
         return fail(out, 400, NULL, "missing or invalid Sec-WebSocket-Key\n");
-    const char *ver = hdr_get(r, "Sec-WebSocket-Version");
+    const char *ver = sl_http_header_get(r, "Sec-WebSocket-Version");
     if (!ver || strcmp(ver, WS_VERSION) != 0)
         return fail(out, 400, "Sec-WebSocket-Version: " WS_VERSION "\r\n",
                     "unsupported Sec-WebSocket-Version\n");
