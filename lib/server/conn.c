@@ -1,5 +1,7 @@
 #include "server/conn.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,9 @@
 /* After our last byte, wait this long for the peer's EOF before closing, so
  * that unread input never turns into a RST that destroys our last bytes. */
 #define SL_CONN_LINGER_MS 5000u
+/* How often a connection whose reads are paused checks that its peer is
+ * still there. */
+#define SL_CONN_PAUSED_PROBE_MS 1000u
 
 typedef enum conn_state {
     CONN_HEAD,     /* reading the request head */
@@ -254,15 +259,35 @@ void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint
         proto->recv(s, leftover, len);
 }
 
+/* While reads are paused an EOF cannot be seen, so the kernel's view of
+ * the connection is checked instead: a peer that sent FIN or RST is gone. */
+static void paused_probe_cb(uv_timer_t *t)
+{
+    sl_conn *c = t->data;
+    uv_os_fd_t fd;
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+        return;
+    if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE)
+        conn_close(c);
+}
+
 void sl_conn_pause_read(sl_conn *c, bool pause)
 {
     if (c->closing || c->paused == pause)
         return;
     c->paused = pause;
-    if (pause)
+    if (pause) {
         uv_read_stop((uv_stream_t *)&c->tcp);
-    else if (c->state == CONN_UPGRADED)
+        if (c->state == CONN_UPGRADED)
+            uv_timer_start(&c->timer, paused_probe_cb, SL_CONN_PAUSED_PROBE_MS,
+                           SL_CONN_PAUSED_PROBE_MS);
+    } else if (c->state == CONN_UPGRADED) {
+        uv_timer_stop(&c->timer);
         uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    }
 }
 
 void sl_conn_finish(sl_conn *c)
