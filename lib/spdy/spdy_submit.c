@@ -1,0 +1,346 @@
+/* The outbound half of sl_spdy_session: opening, replying, resetting,
+ * per-stream send queues, fair flushing and flow-control credit. */
+#include "spdy/spdy_session_int.h"
+
+#include <stdlib.h>
+
+#include "sluice/error.h"
+
+/* ---- send queue (round-robin) --------------------------------------------- */
+
+static void enqueue(sl_spdy_session *s, sl_spdy_stream *st)
+{
+    if (st->queued)
+        return;
+    st->qnext = NULL;
+    if (s->qtail)
+        s->qtail->qnext = st;
+    else
+        s->qhead = st;
+    s->qtail = st;
+    st->queued = true;
+    s->nqueued++;
+}
+
+static sl_spdy_stream *dequeue(sl_spdy_session *s)
+{
+    sl_spdy_stream *st = s->qhead;
+    if (!st)
+        return NULL;
+    s->qhead = st->qnext;
+    if (!s->qhead)
+        s->qtail = NULL;
+    st->qnext = NULL;
+    st->queued = false;
+    s->nqueued--;
+    return st;
+}
+
+void sl_spdy_unqueue(sl_spdy_session *s, sl_spdy_stream *st)
+{
+    if (!st->queued)
+        return;
+    sl_spdy_stream *prev = NULL;
+    for (sl_spdy_stream *q = s->qhead; q != st; q = q->qnext)
+        prev = q;
+    if (prev)
+        prev->qnext = st->qnext;
+    else
+        s->qhead = st->qnext;
+    if (s->qtail == st)
+        s->qtail = prev;
+    st->qnext = NULL;
+    st->queued = false;
+    s->nqueued--;
+}
+
+static bool has_work(const sl_spdy_stream *st)
+{
+    return sl_bufq_len(&st->oq) > 0 || (st->fin_queued && !st->out_closed);
+}
+
+/* Can this stream put a frame into out now? */
+static bool sendable(const sl_spdy_session *s, const sl_spdy_stream *st)
+{
+    if (!st->replied) /* ours: wait for SYN_REPLY (spdystream drops earlier DATA) */
+        return false;
+    if (sl_bufq_len(&st->oq) == 0)
+        return st->fin_queued && !st->out_closed;
+    if (s->peer_fc && st->send_window <= 0)
+        return false;
+    if (s->peer_session_fc && s->send_window <= 0)
+        return false;
+    return true;
+}
+
+/* Writes one DATA frame (at most one quantum, within enforced windows) and
+ * the FIN once the queue is empty. */
+static int emit_one(sl_spdy_session *s, sl_spdy_stream *st)
+{
+    size_t n = sl_bufq_len(&st->oq);
+    if (n > SL_SPDY_MAX_DATA_FRAME)
+        n = SL_SPDY_MAX_DATA_FRAME;
+    if (s->peer_fc && (int64_t)n > st->send_window)
+        n = (size_t)st->send_window;
+    if (s->peer_session_fc && (int64_t)n > s->send_window)
+        n = (size_t)s->send_window;
+    if (n) {
+        int rc = sl_spdy_write_data_from(s->out, st->id, 0, &st->oq, n);
+        if (rc != SL_OK)
+            return rc;
+        /* windows are tracked even when not enforced, so they are right
+         * if the peer starts flow control later */
+        st->send_window -= (int64_t)n;
+        s->send_window -= (int64_t)n;
+    }
+    if (sl_bufq_len(&st->oq) == 0 && st->fin_queued && !st->out_closed) {
+        int rc = sl_spdy_write_data(s->out, st->id, SL_SPDY_FLAG_FIN, NULL, 0);
+        if (rc != SL_OK)
+            return rc;
+        st->out_closed = true;
+    }
+    return SL_OK;
+}
+
+/* One round: every stream queued at its start gets at most one turn. */
+static int flush_round(sl_spdy_session *s, size_t high_water, bool *progress)
+{
+    size_t turns = s->nqueued;
+    for (size_t i = 0; i < turns && s->qhead && sl_bufq_len(s->out) < high_water; i++) {
+        sl_spdy_stream *st = dequeue(s);
+        if (sendable(s, st)) {
+            int rc = emit_one(s, st);
+            if (rc != SL_OK) {
+                enqueue(s, st);
+                return rc;
+            }
+            *progress = true;
+        }
+        if (has_work(st))
+            enqueue(s, st);
+        else
+            sl_spdy_stream_maybe_done(s, st); /* may fire on_stream_close */
+    }
+    return SL_OK;
+}
+
+int sl_spdy_session_flush(sl_spdy_session *s, size_t high_water)
+{
+    if (s->dead)
+        return s->dead;
+    while (s->qhead && sl_bufq_len(s->out) < high_water) {
+        bool progress = false;
+        int rc = flush_round(s, high_water, &progress);
+        if (rc != SL_OK)
+            return rc;
+        if (!progress)
+            break;
+    }
+    return SL_OK;
+}
+
+bool sl_spdy_session_want_write(const sl_spdy_session *s)
+{
+    if (s->dead)
+        return false;
+    for (const sl_spdy_stream *st = s->qhead; st; st = st->qnext)
+        if (sendable(s, st))
+            return true;
+    return false;
+}
+
+/* ---- flow-control credit ----------------------------------------------------- */
+
+static int send_credit(sl_spdy_session *s, uint32_t id, uint64_t *credit)
+{
+    if (*credit < SL_SPDY_WINDOW_UPDATE_THRESHOLD)
+        return SL_OK;
+    uint32_t delta = *credit > SL_SPDY_MAX_WINDOW ? SL_SPDY_MAX_WINDOW : (uint32_t)*credit;
+    int rc = sl_spdy_write_window_update(s->out, id, delta);
+    if (rc == SL_OK)
+        *credit -= delta;
+    return rc;
+}
+
+int sl_spdy_credit(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n)
+{
+    s->session_credit += n;
+    if (st)
+        st->credit += n;
+    if (!s->peer_fc || s->dead)
+        return SL_OK; /* spdystream never asks for credit */
+    if (st) {
+        if (st->in_closed)
+            st->credit = 0; /* the peer sends nothing more on it */
+        int rc = send_credit(s, st->id, &st->credit);
+        if (rc != SL_OK)
+            return rc;
+    }
+    /* SPDY/3.1 session window: the Upgrade token promises 3.1, so a peer
+     * that uses flow control at all gets session credit too. */
+    return send_credit(s, 0, &s->session_credit);
+}
+
+int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n)
+{
+    sl_spdy_stream *st = sl_spdy_stream_find(s, id);
+    if (!st)
+        return SL_ERR_NOTFOUND;
+    if (n > st->unconsumed)
+        return SL_ERR_INVAL;
+    st->unconsumed -= n;
+    return sl_spdy_credit(s, st, n);
+}
+
+/* ---- opening, replying, resetting ------------------------------------------- */
+
+/* A header block was compressed but its frame could not be queued (or zlib
+ * failed): the peer's context can no longer follow ours. */
+static int sending_broken(sl_spdy_session *s, int err)
+{
+    if (!s->goaway_sent) {
+        s->goaway_sent = true;
+        sl_spdy_write_goaway(s->out, sl_spdy_session_last_good_id(s),
+                             SL_SPDY_GOAWAY_INTERNAL_ERROR);
+    }
+    s->dead = err;
+    return err;
+}
+
+static int encode_headers(sl_spdy_session *s, const sl_spdy_nv *nv, size_t n, const uint8_t **b,
+                          size_t *blen)
+{
+    int rc = sl_spdy_nv_compress(&s->def, nv, n, b, blen);
+    if (rc != SL_OK && s->def.broken)
+        return sending_broken(s, rc);
+    return rc;
+}
+
+int sl_spdy_stream_open(sl_spdy_session *s, const sl_spdy_nv *nv, size_t n, bool fin, uint32_t *id)
+{
+    if (s->dead)
+        return s->dead;
+    if (s->goaway_sent || s->goaway_recv)
+        return SL_ERR_CLOSED;
+    if (s->next_local_id > SL_SPDY_MAX_STREAM_ID || s->nlocal >= s->peer_max_streams)
+        return SL_ERR_FULL;
+    sl_spdy_stream *st = sl_spdy_stream_new(s, s->next_local_id, true);
+    if (!st)
+        return SL_ERR_NOMEM;
+    const uint8_t *b;
+    size_t blen;
+    int rc = encode_headers(s, nv, n, &b, &blen);
+    if (rc == SL_OK) {
+        rc = sl_spdy_write_syn_stream(s->out, st->id, 0, 0, fin ? SL_SPDY_FLAG_FIN : 0, b, blen);
+        if (rc != SL_OK)
+            rc = sending_broken(s, rc);
+    }
+    if (rc != SL_OK) {
+        free(st);
+        return rc;
+    }
+    st->out_closed = fin;
+    sl_spdy_stream_link(s, st);
+    s->next_local_id += 2;
+    if (id)
+        *id = st->id;
+    return SL_OK;
+}
+
+int sl_spdy_stream_reply(sl_spdy_session *s, uint32_t id, const sl_spdy_nv *nv, size_t n, bool fin)
+{
+    if (s->dead)
+        return s->dead;
+    sl_spdy_stream *st = sl_spdy_stream_find(s, id);
+    if (!st)
+        return SL_ERR_NOTFOUND;
+    if (st->local || st->replied)
+        return SL_ERR_STATE;
+    const uint8_t *b;
+    size_t blen;
+    int rc = encode_headers(s, nv, n, &b, &blen);
+    if (rc != SL_OK)
+        return rc;
+    rc = sl_spdy_write_syn_reply(s->out, id, fin ? SL_SPDY_FLAG_FIN : 0, b, blen);
+    if (rc != SL_OK)
+        return sending_broken(s, rc);
+    st->replied = true;
+    if (fin)
+        st->out_closed = true;
+    sl_spdy_stream_maybe_done(s, st);
+    return SL_OK;
+}
+
+int sl_spdy_stream_reset(sl_spdy_session *s, uint32_t id, uint32_t status)
+{
+    if (status == 0)
+        return SL_ERR_INVAL;
+    sl_spdy_stream *st = sl_spdy_stream_find(s, id);
+    if (!st)
+        return SL_ERR_NOTFOUND;
+    int rc = sl_spdy_write_rst_stream(s->out, id, status);
+    if (rc != SL_OK)
+        return rc;
+    sl_spdy_remember_reset(s, id);
+    sl_spdy_stream_remove(s, st, 0);
+    return SL_OK;
+}
+
+/* ---- data -------------------------------------------------------------------- */
+
+int sl_spdy_stream_send(sl_spdy_session *s, uint32_t id, const uint8_t *data, size_t len, bool fin)
+{
+    if (s->dead)
+        return s->dead;
+    sl_spdy_stream *st = sl_spdy_stream_find(s, id);
+    if (!st)
+        return SL_ERR_NOTFOUND;
+    if (st->fin_queued || st->out_closed || (!st->local && !st->replied))
+        return SL_ERR_STATE;
+    if (len && sl_bufq_append(&st->oq, data, len) != SL_OK)
+        return SL_ERR_NOMEM;
+    if (fin)
+        st->fin_queued = true;
+    if (has_work(st))
+        enqueue(s, st);
+    return SL_OK;
+}
+
+int sl_spdy_stream_close(sl_spdy_session *s, uint32_t id)
+{
+    return sl_spdy_stream_send(s, id, NULL, 0, true);
+}
+
+size_t sl_spdy_stream_pending(const sl_spdy_session *s, uint32_t id)
+{
+    const sl_spdy_stream *st = sl_spdy_stream_find(s, id);
+    return st ? sl_bufq_len(&st->oq) : 0;
+}
+
+/* ---- session ------------------------------------------------------------------- */
+
+int sl_spdy_ping(sl_spdy_session *s, uint32_t *id)
+{
+    if (s->dead)
+        return s->dead;
+    uint32_t pid = s->next_ping_id;
+    int rc = sl_spdy_write_ping(s->out, pid);
+    if (rc != SL_OK)
+        return rc;
+    /* wrap within the 32-bit id space, keeping the parity */
+    s->next_ping_id = pid > UINT32_MAX - 2 ? (pid & 1 ? 1 : 2) : pid + 2;
+    if (id)
+        *id = pid;
+    return SL_OK;
+}
+
+int sl_spdy_goaway(sl_spdy_session *s, uint32_t status)
+{
+    if (s->goaway_sent)
+        return SL_ERR_STATE;
+    int rc = sl_spdy_write_goaway(s->out, sl_spdy_session_last_good_id(s), status);
+    if (rc != SL_OK)
+        return rc;
+    s->goaway_sent = true;
+    return SL_OK;
+}
