@@ -46,6 +46,7 @@ const (
 	// client-go RoundTripperFor: PingPeriod.
 	defaultPingPeriod = 5 * time.Second
 	dialTimeout       = 10 * time.Second
+	closeWaitTimeout  = 2 * time.Second
 	maxErrorBody      = 64 * 1024
 )
 
@@ -272,7 +273,9 @@ func (s *session) close() {
 	}
 	s.mu.Unlock()
 	s.conn.Close()
-	s.conn.Wait(2 * time.Second)
+	debugf("GOAWAY sent, waiting for shutdown")
+	s.conn.Wait(closeWaitTimeout)
+	debugf("session closed")
 }
 
 func startTimeout(d time.Duration) {

@@ -83,7 +83,10 @@ func (f *forwarder) forward(local io.Reader, out io.Writer, localName string, re
 	// client-go 1.32 tears the pair down with a reset once it is done.
 	defer dataS.Reset()
 	copyBothWays(local, out, dataS)
-	return <-errCh
+	debugf("request %d: data stream done, waiting for the error stream", id)
+	err = <-errCh
+	debugf("request %d: error stream done", id)
+	return err
 }
 
 // copyBothWays returns once the remote side finished (or the local read
