@@ -1,0 +1,31 @@
+/* Pod namespaces pinned to files: a short-lived child unshares the
+ * namespaces, and the parent bind-mounts them under the pod's run
+ * directory, so they outlive every process and a restarted sluiced finds
+ * them again. */
+#ifndef SL_POD_NETNS_H
+#define SL_POD_NETNS_H
+
+#include <stdbool.h>
+#include "sys_error.h"
+
+typedef struct sl_pod_ns_opts {
+    const char *dir;      /* where the files go: <dir>/net, <dir>/ipc, <dir>/uts */
+    bool host_network;    /* use the host's network (and UTS) namespace */
+    bool host_ipc;        /* use the host's IPC namespace */
+    const char *hostname; /* set in the new UTS namespace (ignored with host network) */
+} sl_pod_ns_opts;
+
+/* Creates and pins the requested namespaces; loopback is brought up in a
+ * new network namespace. Returns 0 or -1 (*e). On failure nothing stays
+ * mounted. */
+int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e);
+
+/* Unmounts and removes every pinned namespace file under dir. Missing ones
+ * are fine (idempotent). Returns 0 or -1 (*e). */
+int sl_pod_ns_remove(const char *dir, sl_error *e);
+
+/* Path of a pinned namespace ("net", "ipc", "uts") in a malloc'd string,
+ * or NULL when it was not created (host namespace) or on ENOMEM. */
+char *sl_pod_ns_path(const char *dir, const char *kind);
+
+#endif
