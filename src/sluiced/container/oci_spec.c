@@ -1,0 +1,220 @@
+#include "container/oci_spec.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+/* The capability set `runc spec` and the CRI runtimes grant by default. */
+static const char *const default_caps[] = {
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_FSETID",
+    "CAP_FOWNER",
+    "CAP_MKNOD",
+    "CAP_NET_RAW",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETFCAP",
+    "CAP_SETPCAP",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_SYS_CHROOT",
+    "CAP_KILL",
+    "CAP_AUDIT_WRITE",
+    NULL,
+};
+
+/* Every capability of Linux 5.x, for privileged containers. */
+static const char *const all_caps[] = {
+    "CAP_CHOWN",
+    "CAP_DAC_OVERRIDE",
+    "CAP_DAC_READ_SEARCH",
+    "CAP_FOWNER",
+    "CAP_FSETID",
+    "CAP_KILL",
+    "CAP_SETGID",
+    "CAP_SETUID",
+    "CAP_SETPCAP",
+    "CAP_LINUX_IMMUTABLE",
+    "CAP_NET_BIND_SERVICE",
+    "CAP_NET_BROADCAST",
+    "CAP_NET_ADMIN",
+    "CAP_NET_RAW",
+    "CAP_IPC_LOCK",
+    "CAP_IPC_OWNER",
+    "CAP_SYS_MODULE",
+    "CAP_SYS_RAWIO",
+    "CAP_SYS_CHROOT",
+    "CAP_SYS_PTRACE",
+    "CAP_SYS_PACCT",
+    "CAP_SYS_ADMIN",
+    "CAP_SYS_BOOT",
+    "CAP_SYS_NICE",
+    "CAP_SYS_RESOURCE",
+    "CAP_SYS_TIME",
+    "CAP_SYS_TTY_CONFIG",
+    "CAP_MKNOD",
+    "CAP_LEASE",
+    "CAP_AUDIT_WRITE",
+    "CAP_AUDIT_CONTROL",
+    "CAP_SETFCAP",
+    "CAP_MAC_OVERRIDE",
+    "CAP_MAC_ADMIN",
+    "CAP_SYSLOG",
+    "CAP_WAKE_ALARM",
+    "CAP_BLOCK_SUSPEND",
+    "CAP_AUDIT_READ",
+    NULL,
+};
+
+static const char *const masked_paths[] = {
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+    "/proc/sched_debug",
+    "/sys/firmware",
+    "/proc/scsi",
+    NULL,
+};
+
+static const char *const readonly_paths[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+static json_t *str_array(const char *const *v, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && (n == (size_t)-1 ? v[i] != NULL : i < n); i++)
+        json_array_append_new(a, json_string(v[i]));
+    return a;
+}
+
+static json_t *capabilities(bool privileged)
+{
+    const char *const *set = privileged ? all_caps : default_caps;
+    json_t *c = json_object();
+    const char *kinds[] = {"bounding", "effective", "permitted"};
+    for (size_t i = 0; i < 3; i++)
+        json_object_set_new(c, kinds[i], str_array(set, (size_t)-1));
+    return c;
+}
+
+/* The daemon's own hard limit: root here lacks CAP_SYS_RESOURCE, so a
+ * container cannot be given more than sluiced has. */
+static json_int_t nofile_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max == RLIM_INFINITY)
+        return 1024;
+    return (json_int_t)rl.rlim_max;
+}
+
+static json_t *process(const sl_oci_input *in)
+{
+    json_t *env = str_array(in->env, in->nenv);
+    bool has_path = false;
+    for (size_t i = 0; i < in->nenv; i++)
+        has_path |= !strncmp(in->env[i], "PATH=", 5);
+    if (!has_path) /* what docker and containerd add when the image has none */
+        json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:"
+                                               "/usr/sbin:/usr/bin:/sbin:/bin"));
+    json_int_t nofile = nofile_limit();
+    return json_pack("{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b}",
+                     "terminal", in->tty, "user", "uid", (json_int_t)in->uid, "gid",
+                     (json_int_t)in->gid, "args", str_array(in->args, in->nargs), "env", env, "cwd",
+                     in->cwd && *in->cwd ? in->cwd : "/", "capabilities",
+                     capabilities(in->privileged), "rlimits", "type", "RLIMIT_NOFILE", "hard",
+                     nofile, "soft", nofile, "noNewPrivileges", false);
+}
+
+static json_t *std_mounts(void)
+{
+    return json_pack("[{s:s,s:s,s:s},"
+                     "{s:s,s:s,s:s,s:[s,s,s,s]},"
+                     "{s:s,s:s,s:s,s:[s,s,s,s,s,s]},"
+                     "{s:s,s:s,s:s,s:[s,s,s,s,s]},"
+                     "{s:s,s:s,s:s,s:[s,s,s]},"
+                     "{s:s,s:s,s:s,s:[s,s,s,s]},"
+                     "{s:s,s:s,s:s,s:[s,s,s,s,s]}]",
+                     "destination", "/proc", "type", "proc", "source", "proc", "destination",
+                     "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid", "strictatime",
+                     "mode=755", "size=65536k", "destination", "/dev/pts", "type", "devpts",
+                     "source", "devpts", "options", "nosuid", "noexec", "newinstance",
+                     "ptmxmode=0666", "mode=0620", "gid=5", "destination", "/dev/shm", "type",
+                     "tmpfs", "source", "shm", "options", "nosuid", "noexec", "nodev", "mode=1777",
+                     "size=65536k", "destination", "/dev/mqueue", "type", "mqueue", "source",
+                     "mqueue", "options", "nosuid", "noexec", "nodev", "destination", "/sys",
+                     "type", "sysfs", "source", "sysfs", "options", "nosuid", "noexec", "nodev",
+                     "ro", "destination", "/sys/fs/cgroup", "type", "cgroup", "source", "cgroup",
+                     "options", "nosuid", "noexec", "nodev", "relatime", "ro");
+}
+
+static const char *propagation(int p)
+{
+    return p == 2 ? "rshared" : p == 1 ? "rslave" : "rprivate";
+}
+
+static json_t *mounts(const sl_oci_input *in)
+{
+    json_t *m = std_mounts();
+    for (size_t i = 0; m && i < in->nmounts; i++) {
+        const sl_oci_mount *u = &in->mounts[i];
+        json_array_append_new(m, json_pack("{s:s, s:s, s:s, s:[s, s, s]}", "destination",
+                                           u->container_path, "type", "bind", "source",
+                                           u->host_path, "options", "rbind",
+                                           propagation(u->propagation), u->readonly ? "ro" : "rw"));
+    }
+    return m;
+}
+
+static void add_ns(json_t *a, const char *type, const char *path)
+{
+    json_t *ns = json_pack("{s:s}", "type", type);
+    if (path)
+        json_object_set_new(ns, "path", json_string(path));
+    json_array_append_new(a, ns);
+}
+
+static json_t *linux_section(const sl_oci_input *in)
+{
+    json_t *ns = json_array();
+    add_ns(ns, "pid", NULL); /* a PID namespace of its own */
+    add_ns(ns, "mount", NULL);
+    if (in->netns)
+        add_ns(ns, "network", in->netns);
+    if (in->ipcns)
+        add_ns(ns, "ipc", in->ipcns);
+    if (in->utsns)
+        add_ns(ns, "uts", in->utsns);
+    json_t *l = json_pack("{s:o, s:{s:[{s:b, s:s}]}}", "namespaces", ns, "resources", "devices",
+                          "allow", false, "access", "rwm");
+    if (in->cgroups_path)
+        json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
+    if (!in->privileged) {
+        json_object_set_new(l, "maskedPaths", str_array(masked_paths, (size_t)-1));
+        json_object_set_new(l, "readonlyPaths", str_array(readonly_paths, (size_t)-1));
+    }
+    return l;
+}
+
+char *sl_oci_spec_build(const sl_oci_input *in, sl_error *e)
+{
+    if (!in->rootfs || in->nargs == 0) {
+        sl_error_set(e, 0, "container has no rootfs or no command");
+        return NULL;
+    }
+    json_t *spec = json_pack("{s:s, s:o, s:{s:s, s:b}, s:o, s:o}", "ociVersion", "1.0.2", "process",
+                             process(in), "root", "path", in->rootfs, "readonly",
+                             in->readonly_rootfs, "mounts", mounts(in), "linux", linux_section(in));
+    if (spec && in->hostname && in->utsns)
+        json_object_set_new(spec, "hostname", json_string(in->hostname));
+    char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
+    json_decref(spec);
+    if (!text)
+        sl_error_set(e, 0, "cannot build the OCI spec (invalid strings?)");
+    return text;
+}

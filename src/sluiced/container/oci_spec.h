@@ -1,0 +1,41 @@
+/* OCI runtime spec (config.json) for one container, from the CRI
+ * ContainerConfig already resolved against the image and the pod. The
+ * defaults follow `runc spec` (capabilities, masked and read-only paths,
+ * standard mounts), which runc accepts on these machines. */
+#ifndef SL_OCI_SPEC_H
+#define SL_OCI_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "sys_error.h"
+
+typedef struct sl_oci_mount {
+    const char *container_path;
+    const char *host_path;
+    bool readonly;
+    int propagation; /* CRI MountPropagation: 0 private, 1 rslave, 2 rshared */
+} sl_oci_mount;
+
+typedef struct sl_oci_input {
+    const char *rootfs;      /* absolute path of the mounted rootfs */
+    const char *const *args; /* argv, nargs >= 1 */
+    size_t nargs;
+    const char *const *env; /* "KEY=VALUE" */
+    size_t nenv;
+    const char *cwd; /* "" or NULL = "/" */
+    uint32_t uid, gid;
+    bool tty;
+    const char *hostname;              /* NULL: none set (shared UTS namespace) */
+    const char *netns, *ipcns, *utsns; /* paths to join; NULL = the host's */
+    const sl_oci_mount *mounts;
+    size_t nmounts;
+    const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */
+    bool readonly_rootfs;
+    bool privileged; /* all capabilities, no masked paths */
+} sl_oci_input;
+
+/* Returns the config.json text (malloc'd) or NULL with *e set. */
+char *sl_oci_spec_build(const sl_oci_input *in, sl_error *e);
+
+#endif

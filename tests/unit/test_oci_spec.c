@@ -1,0 +1,152 @@
+/* The OCI spec we generate: its fields, and that runc really runs it on
+ * an overlay rootfs (when run as root with runc and busybox installed). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "container/oci_spec.h"
+#include "container/rootfs.h"
+#include "fsutil.h"
+
+static const char *args[] = {"sh", "-c", "echo hi"};
+static const char *env[] = {"A=1", "B=two words"};
+
+static json_t *build(sl_oci_input *in)
+{
+    sl_error e;
+    char *text = sl_oci_spec_build(in, &e);
+    assert_non_null(text);
+    json_t *j = json_loads(text, 0, NULL);
+    free(text);
+    assert_non_null(j);
+    return j;
+}
+
+static void fields(void **state)
+{
+    (void)state;
+    sl_oci_mount m = {"/data", "/srv/data", true, 1};
+    sl_oci_input in = {.rootfs = "/r",
+                       .args = args,
+                       .nargs = 3,
+                       .env = env,
+                       .nenv = 2,
+                       .cwd = "/work",
+                       .uid = 5,
+                       .gid = 6,
+                       .tty = true,
+                       .hostname = "pod",
+                       .netns = "/run/p/net",
+                       .ipcns = "/run/p/ipc",
+                       .utsns = "/run/p/uts",
+                       .mounts = &m,
+                       .nmounts = 1,
+                       .cgroups_path = "/sluice/p/c"};
+    json_t *j = build(&in);
+    json_t *p = json_object_get(j, "process");
+    assert_true(json_is_true(json_object_get(p, "terminal")));
+    assert_string_equal(json_string_value(json_array_get(json_object_get(p, "args"), 2)),
+                        "echo hi");
+    json_t *envs = json_object_get(p, "env");
+    assert_int_equal(json_array_size(envs), 3); /* PATH added */
+    assert_string_equal(json_string_value(json_array_get(envs, 1)), "B=two words");
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")), 5);
+    assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/work");
+    assert_string_equal(json_string_value(json_object_get(j, "hostname")), "pod");
+    json_t *ns = json_object_get(json_object_get(j, "linux"), "namespaces");
+    assert_int_equal(json_array_size(ns), 5);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(ns, 2), "path")),
+                        "/run/p/net");
+    json_t *mounts = json_object_get(j, "mounts");
+    json_t *last = json_array_get(mounts, json_array_size(mounts) - 1);
+    assert_string_equal(json_string_value(json_object_get(last, "source")), "/srv/data");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(last, "options"), 1)),
+                        "rslave");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(last, "options"), 2)),
+                        "ro");
+    json_decref(j);
+}
+
+static void host_namespaces_are_not_joined(void **state)
+{
+    (void)state;
+    sl_oci_input in = {.rootfs = "/r", .args = args, .nargs = 1, .hostname = "ignored"};
+    json_t *j = build(&in);
+    json_t *ns = json_object_get(json_object_get(j, "linux"), "namespaces");
+    assert_int_equal(json_array_size(ns), 2); /* pid and mount only */
+    assert_null(json_object_get(j, "hostname"));
+    json_decref(j);
+}
+
+static void refuses_empty_command(void **state)
+{
+    (void)state;
+    sl_oci_input in = {.rootfs = "/r", .args = args, .nargs = 0};
+    sl_error e;
+    assert_null(sl_oci_spec_build(&in, &e));
+    assert_non_null(strstr(e.msg, "no command"));
+}
+
+/* The real thing: runc runs our spec on an overlay of a busybox layer. */
+static void runc_runs_it(void **state)
+{
+    (void)state;
+    if (geteuid() != 0 || access("/usr/sbin/runc", X_OK) < 0 || access("/bin/busybox", X_OK) < 0)
+        skip();
+    char dir[] = "/tmp/sl-oci-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char layer[128], bundle[128], cmd[512];
+    snprintf(layer, sizeof(layer), "%s/layer/bin", dir);
+    sl_error e;
+    assert_int_equal(sl_mkdir_p(layer, 0755, &e), 0);
+    snprintf(cmd, sizeof(cmd), "cp /bin/busybox %s/ && ln -s busybox %s/sh && ln -s busybox %s/cat",
+             layer, layer, layer);
+    assert_int_equal(system(cmd), 0);
+    snprintf(layer, sizeof(layer), "%s/layer", dir);
+    snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
+    const char *layers[] = {layer};
+    assert_int_equal(sl_rootfs_mount(bundle, layers, 1, &e), 0);
+    char rootfs[160];
+    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", bundle);
+    const char *run_args[] = {"sh", "-c",
+                              "echo \"$A\" > /out; cat /proc/self/status | grep -c ^Cap"};
+    sl_oci_input in = {.rootfs = rootfs, .args = run_args, .nargs = 3, .env = env, .nenv = 1};
+    char *text = sl_oci_spec_build(&in, &e);
+    assert_non_null(text);
+    char cfg[200];
+    snprintf(cfg, sizeof(cfg), "%s/config.json", bundle);
+    assert_int_equal(sl_write_file_atomic(cfg, text, strlen(text), 0644, &e), 0);
+    free(text);
+    snprintf(cmd, sizeof(cmd), "cd %s && runc --root %s/runc run sl-oci-test >/dev/null", bundle,
+             dir);
+    int rc = system(cmd);
+    char out[160];
+    snprintf(out, sizeof(out), "%s/upper/out", bundle); /* the write went to the upper layer */
+    char *got = NULL;
+    int read_rc = sl_read_file(out, 100, &got, NULL, &e);
+    sl_rootfs_umount(bundle, &e);
+    sl_rm_rf(dir, &e);
+    assert_int_equal(rc, 0);
+    assert_int_equal(read_rc, 0);
+    assert_string_equal(got, "1\n");
+    free(got);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(fields),
+        cmocka_unit_test(host_namespaces_are_not_joined),
+        cmocka_unit_test(refuses_empty_command),
+        cmocka_unit_test(runc_runs_it),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
