@@ -380,6 +380,8 @@ static void maybe_finish(sl_rc *rc)
 static void on_size(void *arg, sl_term_size size)
 {
     sl_rc *rc = arg;
+    if (size.width == 0 || size.height == 0)
+        return; /* the kubelet skips empty sizes too */
     rc->size = size;
     rc->have_size = true;
     apply_size(rc);

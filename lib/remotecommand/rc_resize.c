@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sluice/error.h"
 
@@ -11,9 +12,26 @@ void sl_rc_resize_init(sl_rc_resize *r)
     r->failed = 0;
 }
 
-static int size_field(json_t *obj, const char *name, uint16_t *out)
+/* Go's encoding/json matches field names case-insensitively, preferring
+ * an exact match; clients rely on it ({"width":..} works with the kubelet). */
+static json_t *field(json_t *obj, const char *name)
 {
     json_t *v = json_object_get(obj, name);
+    const char *key;
+    json_t *val;
+    if (v)
+        return v;
+    json_object_foreach(obj, key, val)
+    {
+        if (!strcasecmp(key, name))
+            return val;
+    }
+    return NULL;
+}
+
+static int size_field(json_t *obj, const char *name, uint16_t *out)
+{
+    json_t *v = field(obj, name);
     if (!v) {
         *out = 0; /* Go leaves an absent field at zero */
         return 0;

@@ -110,6 +110,22 @@ static void oversized_object_is_refused(void **state)
     assert_int_equal(v.n, 0);
 }
 
+/* Go decodes field names case-insensitively, preferring the exact case. */
+static void keys_match_like_go(void **state)
+{
+    (void)state;
+    sl_rc_resize r;
+    seen v = {0};
+    sl_rc_resize_init(&r);
+    const char *in = "{\"width\":5,\"HEIGHT\":6}{\"width\":1,\"Width\":2,\"Height\":3}";
+    assert_int_equal(sl_rc_resize_feed(&r, (const uint8_t *)in, strlen(in), on_size, &v), SL_OK);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(v.s[0].width, 5);
+    assert_int_equal(v.s[0].height, 6);
+    assert_int_equal(v.s[1].width, 2);
+    assert_int_equal(v.s[1].height, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +133,7 @@ int main(void)
         cmocka_unit_test(byte_by_byte),
         cmocka_unit_test(malformed_stops_for_good),
         cmocka_unit_test(oversized_object_is_refused),
+        cmocka_unit_test(keys_match_like_go),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
