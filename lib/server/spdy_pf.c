@@ -24,7 +24,7 @@ typedef struct pf_pair {
     uint32_t data_id, error_id;
     sl_pf *pf;
     uv_timer_t timer; /* the pair must be complete within the creation timeout */
-    bool timer_open, finished, paused;
+    bool finished, paused, released;
     size_t unconsumed;
 } pf_pair;
 
@@ -76,6 +76,9 @@ static void timer_closed(uv_handle_t *h)
 static void pair_release(pf_pair *p)
 {
     spdy_pf *x = p->owner;
+    if (p->released) /* stream callbacks may get here first, inside pair_fail */
+        return;
+    p->released = true;
     for (pf_pair **pp = &x->pairs; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
