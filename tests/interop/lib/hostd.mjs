@@ -16,7 +16,7 @@ export const HOSTD = process.env.SLUICE_HOSTD
 
 const START_TIMEOUT_MS = 15000;
 // Generous: under ASan the leak check at exit takes a while.
-const STOP_TIMEOUT_MS = 20000;
+const STOP_TIMEOUT_MS = 10000;
 const BANNER =
   /^sluice-hostd: streaming on http:\/\/127\.0\.0\.1:(\d+)\/ admin on http:\/\/127\.0\.0\.1:(\d+)\/$/;
 // What sanitizers print; any of it fails the stop check even with exit 0
