@@ -1,7 +1,9 @@
 #include "ws/ws_conn.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "sluice/error.h"
 
@@ -14,6 +16,7 @@
  * so every header rule is checked here first and the bytes of an offending
  * frame never reach wslay. Resumable at any byte. */
 typedef struct frame_scan {
+    int client; /* we are the client: peer frames must be unmasked */
     uint8_t hdr[WS_HDR_MAX];
     size_t have;      /* header bytes collected */
     size_t len_end;   /* header bytes up to the end of the length field */
@@ -36,6 +39,8 @@ struct sl_ws_conn {
     int err;            /* sticky sl_err once the connection failed */
     int out_err;        /* set by send_cb when out could not grow */
     int close_reported; /* on_close already called */
+    void (*on_pong)(void *arg);
+    uint64_t rng[4]; /* client: xoshiro256** state for mask keys */
 };
 
 static void report_close(sl_ws_conn *ws, uint16_t code)
@@ -53,7 +58,7 @@ static uint16_t check_first_two(frame_scan *s)
 {
     uint8_t fin = s->hdr[0] >> 7, rsv = (s->hdr[0] >> 4) & 7, op = s->hdr[0] & 0xf;
     uint8_t mask = s->hdr[1] >> 7, len7 = s->hdr[1] & 0x7f;
-    if (rsv || !mask) /* no extensions negotiated; clients must mask */
+    if (rsv || mask == s->client) /* no extensions; only clients mask */
         return WSLAY_CODE_PROTOCOL_ERROR;
     if (op & 8) {
         if (op > WSLAY_PONG || !fin || len7 > 125)
@@ -67,7 +72,7 @@ static uint16_t check_first_two(frame_scan *s)
             return WSLAY_CODE_PROTOCOL_ERROR;
     }
     s->len_end = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0);
-    s->need = s->len_end + 4;
+    s->need = s->len_end + (s->client ? 0 : 4);
     return 0;
 }
 
@@ -170,12 +175,41 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
     return (ssize_t)len;
 }
 
-/* Servers never mask, but wslay wants the callback set. */
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+/* xoshiro256**: fast, and unpredictable enough for masking once seeded
+ * from getrandom() (masking only stops caches from reading frames as
+ * requests; it is not encryption). */
+static uint64_t rng_next(uint64_t s[4])
+{
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+/* Mask keys for the client role; servers never mask, but wslay wants the
+ * callback set. */
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
 {
     (void)ctx;
-    (void)user;
-    memset(buf, 0, len);
+    sl_ws_conn *ws = user;
+    if (!ws->scan.client) {
+        memset(buf, 0, len);
+        return 0;
+    }
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t v = rng_next(ws->rng);
+        size_t n = len - i < 8 ? len - i : 8;
+        memcpy(buf + i, &v, n);
+    }
     return 0;
 }
 
@@ -203,16 +237,24 @@ static void on_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
             ws->cb.on_msg(ws->arg, a->opcode == WSLAY_TEXT_FRAME, msg, a->msg_length);
     } else if (a->opcode == WSLAY_CONNECTION_CLOSE) {
         report_close(ws, a->status_code ? a->status_code : WSLAY_CODE_NO_STATUS_RCVD);
+    } else if (a->opcode == WSLAY_PONG && ws->on_pong) {
+        ws->on_pong(ws->arg);
     }
 }
 
 /* ---- public API ---- */
 
-sl_ws_conn *sl_ws_conn_new(const sl_ws_callbacks *cb, void *arg, sl_bufq *out, size_t max_message)
+static sl_ws_conn *conn_new(bool client, const sl_ws_callbacks *cb, void *arg, sl_bufq *out,
+                            size_t max_message)
 {
     sl_ws_conn *ws = calloc(1, sizeof(*ws));
     if (!ws)
         return NULL;
+    ws->scan.client = client;
+    if (client && getrandom(ws->rng, sizeof(ws->rng), 0) != (ssize_t)sizeof(ws->rng)) {
+        free(ws);
+        return NULL;
+    }
     struct wslay_event_callbacks wcb = {
         .recv_callback = recv_cb,
         .send_callback = send_cb,
@@ -220,7 +262,9 @@ sl_ws_conn *sl_ws_conn_new(const sl_ws_callbacks *cb, void *arg, sl_bufq *out, s
         .on_frame_recv_start_callback = on_frame_start_cb,
         .on_msg_recv_callback = on_msg_cb,
     };
-    if (wslay_event_context_server_init(&ws->ctx, &wcb, ws) != 0) {
+    int r = client ? wslay_event_context_client_init(&ws->ctx, &wcb, ws)
+                   : wslay_event_context_server_init(&ws->ctx, &wcb, ws);
+    if (r != 0) {
         free(ws);
         return NULL;
     }
@@ -231,6 +275,22 @@ sl_ws_conn *sl_ws_conn_new(const sl_ws_callbacks *cb, void *arg, sl_bufq *out, s
     ws->out = out;
     ws->max_message = max_message;
     return ws;
+}
+
+sl_ws_conn *sl_ws_conn_new(const sl_ws_callbacks *cb, void *arg, sl_bufq *out, size_t max_message)
+{
+    return conn_new(false, cb, arg, out, max_message);
+}
+
+sl_ws_conn *sl_ws_conn_new_client(const sl_ws_callbacks *cb, void *arg, sl_bufq *out,
+                                  size_t max_message)
+{
+    return conn_new(true, cb, arg, out, max_message);
+}
+
+void sl_ws_conn_set_on_pong(sl_ws_conn *ws, void (*fn)(void *arg))
+{
+    ws->on_pong = fn;
 }
 
 void sl_ws_conn_free(sl_ws_conn *ws)
@@ -343,6 +403,12 @@ int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t 
     return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
 }
 
+int sl_ws_conn_ping(sl_ws_conn *ws)
+{
+    struct wslay_event_msg m = {WSLAY_PING, NULL, 0};
+    return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
+}
+
 int sl_ws_conn_close(sl_ws_conn *ws, uint16_t code, const char *reason)
 {
     size_t len = reason ? strlen(reason) : 0;
@@ -362,4 +428,9 @@ int sl_ws_conn_close_sent(const sl_ws_conn *ws)
 size_t sl_ws_conn_queued(const sl_ws_conn *ws)
 {
     return wslay_event_get_queued_msg_length(ws->ctx);
+}
+
+int sl_ws_conn_close_received(const sl_ws_conn *ws)
+{
+    return wslay_event_get_close_received(ws->ctx);
 }
