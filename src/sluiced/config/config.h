@@ -1,0 +1,91 @@
+/* sluiced's configuration: one table of keys shared by the JSON config file
+ * (--config FILE) and the command line (--KEY VALUE or --KEY=VALUE).
+ * Precedence: defaults < file < flags. Unknown keys and bad values are
+ * errors that name the key. Every default is in docs/configuration.md. */
+#ifndef SL_CONFIG_H
+#define SL_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "sys_error.h"
+
+#define SLUICED_DEFAULT_LISTEN "unix:///run/sluice/sluice.sock"
+#define SLUICED_DEFAULT_STATE_DIR "/var/lib/sluice"
+#define SLUICED_DEFAULT_RUN_DIR "/run/sluice"
+#define SLUICED_DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
+#define SLUICED_DEFAULT_CNI_BIN_DIR "/opt/cni/bin"
+#define SLUICED_DEFAULT_RUNTIME_PATH "runc"
+/* image-dir and import-dir default to these under state-dir. */
+#define SLUICED_IMAGE_SUBDIR "images"
+#define SLUICED_IMPORT_SUBDIR "import"
+/* File mode of the CRI socket. */
+#define SLUICED_SOCKET_MODE 0660
+/* Largest config file read. */
+#define SL_CONFIG_MAX_FILE (1024 * 1024)
+
+typedef struct sl_config {
+    const char *config_file; /* --config, or NULL */
+    const char *listen;      /* unix:///abs/path */
+    const char *socket_path; /* the path in listen */
+    /* streaming server (sl_server_config) */
+    const char *stream_address;
+    uint32_t stream_port;
+    const char *stream_base_path;
+    const char *stream_advertise; /* "" = the listener's address */
+    uint32_t token_ttl_ms;
+    uint32_t max_pending_tokens;
+    uint64_t idle_timeout_ms;
+    uint32_t head_timeout_ms;
+    uint32_t max_request_line;
+    uint32_t max_headers;
+    uint32_t max_head_size;
+    uint32_t max_ws_message;
+    uint32_t max_sessions;
+    /* gRPC server (sl_grpc_config) */
+    uint32_t max_recv_message;
+    uint32_t max_grpc_streams;
+    uint32_t max_grpc_connections;
+    /* directories and programs */
+    const char *state_dir;
+    const char *run_dir;
+    const char *image_dir;  /* NULL until sl_config_finish: STATE-DIR/images */
+    const char *import_dir; /* NULL until sl_config_finish: STATE-DIR/import */
+    const char *cni_conf_dir;
+    const char *cni_bin_dir;
+    const char *runtime_path;
+
+    char **owned; /* strings this config allocated */
+    size_t nowned;
+} sl_config;
+
+/* What sl_config_parse_args found besides settings. */
+enum { SL_CONFIG_RUN = 0, SL_CONFIG_HELP = 1, SL_CONFIG_VERSION = 2 };
+
+/* Fills c with the defaults. */
+void sl_config_init(sl_config *c);
+void sl_config_fini(sl_config *c);
+
+/* Sets one key from its text form (as on the command line). Returns 0, or
+ * -1 with *e naming the key. */
+int sl_config_set(sl_config *c, const char *key, const char *value, sl_error *e);
+
+/* Applies a JSON object of keys to values (strings for text keys, integers
+ * for numbers). origin names the source in errors. Returns 0 or -1 (*e). */
+int sl_config_load_json(sl_config *c, const char *text, size_t len, const char *origin,
+                        sl_error *e);
+int sl_config_load_file(sl_config *c, const char *path, sl_error *e);
+
+/* Reads --config FILE first, then applies every other flag over it, then
+ * sl_config_finish(). Returns SL_CONFIG_RUN, SL_CONFIG_HELP (--help/-h),
+ * SL_CONFIG_VERSION (--version), or -1 with *e. */
+int sl_config_parse_args(sl_config *c, int argc, char **argv, sl_error *e);
+
+/* Fills derived defaults (image-dir, import-dir) and checks the whole.
+ * Returns 0 or -1 (*e). */
+int sl_config_finish(sl_config *c, sl_error *e);
+
+/* The --help text: every key, its default and meaning. */
+void sl_config_usage(FILE *f, const char *prog);
+
+#endif

@@ -1,0 +1,62 @@
+/* The CRI services of sluiced: the context every handler gets, the method
+ * table of runtime.v1 RuntimeService and ImageService, and the handlers,
+ * one file per area:
+ *
+ *   runtime_info.c        Version, Status
+ *   runtime_pods.c        pod sandboxes            (to come)
+ *   runtime_containers.c  containers               (to come)
+ *   runtime_streaming.c   Exec, Attach, PortForward, ExecSync (to come)
+ *   image_service.c       ImageService             (to come)
+ *   stream_runtime.c      sluiced_runtime(): the libsluice runtime backend
+ *
+ * Adding a method: write the handler (sl_grpc_handler signature; arg is the
+ * sl_cri *), declare it below, and put it in the table in service.c. A
+ * table entry without a handler answers UNIMPLEMENTED. */
+#ifndef SL_CRI_SERVICE_H
+#define SL_CRI_SERVICE_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "grpc/api.pb-c.h"
+#include "grpc/grpc_call.h"
+#include "sluice/runtime.h"
+#include "sluice/server.h"
+#include "sys_error.h"
+
+/* VersionResponse fields. version is the CRI "API version" of the runtime,
+ * as containerd and CRI-O report it. */
+#define SL_CRI_VERSION "0.1.0"
+#define SL_CRI_RUNTIME_NAME "sluice"
+#define SL_CRI_API_VERSION "v1"
+
+/* Status condition texts when no CNI network config exists. */
+#define SL_CRI_NETWORK_NOT_READY_REASON "NetworkPluginNotReady"
+
+/* Everything the handlers share. Modules add their state here. */
+typedef struct sl_cri {
+    uv_loop_t *loop;
+    const sl_config *cfg;
+    sl_server *stream; /* streaming server: URLs for Exec/Attach/PortForward */
+} sl_cri;
+
+/* Sets up the context (cfg and loop are borrowed). The streaming server is
+ * set by the caller once created. Returns 0 or -1 (*e). */
+int sl_cri_init(sl_cri *cri, uv_loop_t *loop, const sl_config *cfg, sl_error *e);
+void sl_cri_fini(sl_cri *cri);
+
+/* The method table: every upstream runtime.v1 method, with its request
+ * descriptor and handler where sluice has one. Static; *n gets the count. */
+const sl_grpc_method *sl_cri_methods(size_t *n);
+
+/* runtime_info.c */
+void sl_cri_version(sl_grpc_call *call, void *cri);
+void sl_cri_status(sl_grpc_call *call, void *cri);
+/* True when dir holds a CNI network config (*.conf, *.conflist, *.json). */
+bool sl_cri_cni_config_present(const char *dir);
+
+/* The runtime backend of the streaming server (stream_runtime.c). */
+const sl_runtime *sluiced_runtime(sl_cri *cri);
+
+#endif

@@ -1,0 +1,95 @@
+/* One HTTP/2 connection of the gRPC server, without I/O.
+ *
+ * nghttp2's server session does the HTTP/2 part (preface, SETTINGS and
+ * their ACK, PING ACK, flow control, HPACK); this layer turns streams into
+ * unary calls: header checks, Length-Prefixed-Message reassembly, request
+ * decoding, deadlines, and the answer (HEADERS, one DATA message, trailers;
+ * Trailers-Only for early errors).
+ *
+ * The owner feeds bytes with sl_grpc_conn_recv(), pulls output with
+ * sl_grpc_conn_send(), arms a timer for sl_grpc_conn_next_deadline() and
+ * calls sl_grpc_conn_expire() when it fires. Handlers run from
+ * sl_grpc_conn_recv() (never from inside nghttp2 callbacks); when one
+ * answers later, io->wake() tells the owner that output is pending. */
+#ifndef SL_GRPC_CONN_H
+#define SL_GRPC_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grpc/grpc_call.h"
+#include "grpc/grpc_frame.h"
+#include "io/bufq.h"
+
+/* Concurrent calls per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
+#define SL_GRPC_DEFAULT_MAX_STREAMS 100u
+/* Bytes of one request header block (SETTINGS_MAX_HEADER_LIST_SIZE, name +
+ * value + 32 per field as RFC 9113 counts); beyond it the stream is reset. */
+#define SL_GRPC_DEFAULT_MAX_HEADER_LIST (16u * 1024)
+/* Accepted connections at once; more are closed at accept. */
+#define SL_GRPC_DEFAULT_MAX_CONNECTIONS 128u
+/* Queued output bytes of a connection before it stops producing and
+ * reading (back-pressure). */
+#define SL_GRPC_OUTPUT_HIGH_WATER (256u * 1024)
+
+typedef struct sl_grpc_config {
+    const sl_grpc_method *methods; /* the method table (borrowed) */
+    size_t nmethods;
+    void *arg;                 /* passed to every handler */
+    uint32_t max_recv_message; /* SL_GRPC_DEFAULT_MAX_RECV_MESSAGE */
+    uint32_t max_streams;      /* SL_GRPC_DEFAULT_MAX_STREAMS */
+    uint32_t max_header_list;  /* SL_GRPC_DEFAULT_MAX_HEADER_LIST */
+    uint32_t max_connections;  /* SL_GRPC_DEFAULT_MAX_CONNECTIONS (server) */
+} sl_grpc_config;
+
+/* Fills c with the defaults and an empty method table. */
+void sl_grpc_config_init(sl_grpc_config *c);
+
+/* What the connection needs from its owner. */
+typedef struct sl_grpc_conn_io {
+    uint64_t (*now)(void *data); /* monotonic ms */
+    void (*wake)(void *data);    /* output became pending outside recv */
+    void *data;
+} sl_grpc_conn_io;
+
+typedef struct sl_grpc_conn sl_grpc_conn;
+
+/* cfg and io are borrowed and must outlive the connection. Returns SL_OK
+ * or SL_ERR_NOMEM. Our SETTINGS are queued at once. */
+int sl_grpc_conn_new(const sl_grpc_config *cfg, const sl_grpc_conn_io *io, sl_grpc_conn **out);
+
+/* Feeds bytes from the peer and runs the handlers of completed requests.
+ * Returns SL_OK, or SL_ERR_PROTO when the peer broke HTTP/2 (bad preface,
+ * flood, ...; a GOAWAY may still be queued: send it, then close), or
+ * SL_ERR_NOMEM. */
+int sl_grpc_conn_recv(sl_grpc_conn *c, const uint8_t *data, size_t len);
+
+/* Appends pending output to out until it holds at least `limit` bytes or
+ * nothing is pending. Returns SL_OK, SL_ERR_NOMEM or SL_ERR_PROTO. */
+int sl_grpc_conn_send(sl_grpc_conn *c, sl_bufq *out, size_t limit);
+
+bool sl_grpc_conn_want_read(const sl_grpc_conn *c);
+bool sl_grpc_conn_want_write(const sl_grpc_conn *c);
+
+/* Earliest call deadline (ms), UINT64_MAX when none. */
+uint64_t sl_grpc_conn_next_deadline(const sl_grpc_conn *c);
+/* Answers DEADLINE_EXCEEDED to every unanswered call whose deadline is
+ * <= now and cancels its handler. */
+void sl_grpc_conn_expire(sl_grpc_conn *c, uint64_t now);
+
+/* Graceful end: GOAWAY(NO_ERROR); once it is sent, want_read and
+ * want_write turn false. */
+void sl_grpc_conn_shutdown(sl_grpc_conn *c);
+
+/* Calls on this connection (streams alive or handlers running). */
+size_t sl_grpc_conn_calls(const sl_grpc_conn *c);
+
+/* Frees the connection. Calls still held by handlers are cancelled (their
+ * on_cancel runs) and detached; they are freed when answered. */
+void sl_grpc_conn_free(sl_grpc_conn *c);
+
+/* Looks path up in the table; NULL when unknown. */
+const sl_grpc_method *sl_grpc_method_find(const sl_grpc_method *m, size_t n, const char *path);
+
+#endif
