@@ -491,6 +491,52 @@ export class RawSpdy {
     assert.deepEqual(f.raw, frame);
   }
 
+  // Per-stream state built by until(): {replied, headers, data (Buffer),
+  // fin, rst}.
+  stream(id) {
+    this.streams ??= new Map();
+    if (!this.streams.has(id))
+      this.streams.set(id, { replied: false, headers: null, data: Buffer.alloc(0), fin: false, rst: null });
+    return this.streams.get(id);
+  }
+
+  account(f) {
+    (this.log ??= []).push(f);
+    if (!f.control) {
+      const s = this.stream(f.streamId);
+      s.data = Buffer.concat([s.data, f.payload]);
+      if (f.flags & FLAG_FIN) s.fin = true;
+    } else if (f.type === TYPE.SYN_REPLY) {
+      const s = this.stream(f.streamId);
+      s.replied = true;
+      s.headers = f.headers;
+      if (f.flags & FLAG_FIN) s.fin = true;
+    } else if (f.type === TYPE.RST_STREAM) {
+      this.stream(f.streamId).rst = f.status;
+    } else if (f.type === TYPE.GOAWAY) {
+      this.goaway = f;
+    }
+  }
+
+  // Consumes frames into the per-stream state until pred(this) holds.
+  async until(pred, timeoutMs = FRAME_TIMEOUT_MS, what = 'the condition') {
+    const deadline = Date.now() + timeoutMs;
+    const seen = () => (this.log || []).map(describeFrame).join('; ');
+    while (!pred(this)) {
+      const left = deadline - Date.now();
+      let f;
+      try {
+        if (left <= 0) throw new Error('timeout');
+        f = await this.next(left);
+      } catch {
+        throw new Error(`${what}: not met in ${timeoutMs} ms; frames so far: ${seen()}`);
+      }
+      if (f.closed)
+        throw new Error(`${what}: the server closed the connection first; frames: ${seen()}`);
+      this.account(f);
+    }
+  }
+
   // Every frame until the server closes the connection.
   async drainToClose(timeoutMs = FRAME_TIMEOUT_MS) {
     const out = [];
