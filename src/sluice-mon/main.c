@@ -1,0 +1,255 @@
+/* sluice-mon: the per-pod container monitor (docs/mon-protocol.md).
+ * Detaches from its starter (own session, stdio to a log in the run dir),
+ * becomes the child subreaper of its containers and serves the control
+ * socket <run-dir>/mon.sock until shutdown. The starting process exits 0
+ * once the socket listens, printing the monitor's pid. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mon.h"
+
+int mon_log_level = MON_INFO;
+
+void mon_log(int level, const char *fmt, ...)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    if (level > mon_log_level)
+        return;
+    char ts[SL_MON_LOG_TS_MAX], text[2048];
+    sl_mon_log_timestamp(sl_real_ns(), ts);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s %s sluice-mon[%d]: %s\n", ts, names[level], (int)getpid(), text);
+}
+
+typedef struct opts {
+    const char *pod_id, *run_dir, *state_dir, *runtime;
+    bool foreground;
+} opts;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
+               "                  [--log-level error|warn|info|debug] [--foreground]\n");
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    static const struct option longs[] = {{"pod-id", required_argument, NULL, 'p'},
+                                          {"run-dir", required_argument, NULL, 'r'},
+                                          {"state-dir", required_argument, NULL, 's'},
+                                          {"runtime", required_argument, NULL, 'R'},
+                                          {"log-level", required_argument, NULL, 'l'},
+                                          {"foreground", no_argument, NULL, 'f'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+    static const char *const levels[] = {"error", "warn", "info", "debug"};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'p':
+            o->pod_id = optarg;
+            break;
+        case 'r':
+            o->run_dir = optarg;
+            break;
+        case 's':
+            o->state_dir = optarg;
+            break;
+        case 'R':
+            o->runtime = optarg;
+            break;
+        case 'f':
+            o->foreground = true;
+            break;
+        case 'l':
+            mon_log_level = -1;
+            for (int i = 0; i < 4; i++)
+                if (strcmp(optarg, levels[i]) == 0)
+                    mon_log_level = i;
+            if (mon_log_level < 0)
+                return -1;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return -1;
+        }
+    }
+    if (optind != argc || !o->pod_id || !o->run_dir || !o->state_dir || !o->runtime)
+        return -1;
+    return 0;
+}
+
+/* PATH lookup for a runtime given by name. malloc'd or NULL. */
+static char *find_runtime(const char *name)
+{
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0 ? strdup(name) : NULL;
+    const char *path = getenv("PATH");
+    char *copy =
+        strdup(path ? path : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    char *save = NULL, *found = NULL;
+    for (char *dir = strtok_r(copy, ":", &save); dir && !found; dir = strtok_r(NULL, ":", &save)) {
+        char *p = sl_path_join(dir, name);
+        if (p && access(p, X_OK) == 0)
+            found = p;
+        else
+            free(p);
+    }
+    free(copy);
+    return found;
+}
+
+static int setup_paths(mon *m, const opts *o, sl_error *e)
+{
+    if (!sl_mon_valid_id(o->pod_id))
+        return sl_error_set(e, EINVAL, "invalid pod id '%s'", o->pod_id);
+    if (o->run_dir[0] != '/' || o->state_dir[0] != '/')
+        return sl_error_set(e, EINVAL, "--run-dir and --state-dir must be absolute");
+    m->pod_id = strdup(o->pod_id);
+    m->run_dir = strdup(o->run_dir);
+    m->state_dir = strdup(o->state_dir);
+    if (!(m->runtime = find_runtime(o->runtime)))
+        return sl_error_set(e, ENOENT, "runtime %s", o->runtime);
+    m->runc_root = sl_path_join(o->run_dir, "runc");
+    m->sock_path = sl_path_join(o->run_dir, "mon.sock");
+    m->pid_path = sl_path_join(o->run_dir, "mon.pid");
+    char *ctrs = sl_path_join(o->state_dir, "containers");
+    int rc = -1;
+    if (!m->pod_id || !m->run_dir || !m->state_dir || !m->runc_root || !m->sock_path ||
+        !m->pid_path || !ctrs)
+        sl_error_set(e, ENOMEM, "paths");
+    else if (sl_mkdir_p(m->runc_root, 0700, e) == 0 && sl_mkdir_p(ctrs, 0755, e) == 0)
+        rc = 0;
+    free(ctrs);
+    return rc;
+}
+
+/* Own session, stdio to /dev/null and the log file. */
+static int detach_stdio(mon *m, bool foreground, sl_error *e)
+{
+    if (setsid() < 0 && !foreground)
+        return sl_error_set(e, errno, "setsid");
+    if (chdir("/") < 0)
+        return sl_error_set(e, errno, "chdir /");
+    umask(022);
+    m->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (m->devnull < 0)
+        return sl_error_set(e, errno, "/dev/null");
+    dup2(m->devnull, 0);
+    if (foreground)
+        return 0;
+    char *log = sl_path_join(m->run_dir, "mon.log");
+    int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600) : -1;
+    free(log);
+    if (fd < 0)
+        return sl_error_set(e, errno, "open mon.log");
+    dup2(fd, 1);
+    dup2(fd, 2);
+    close(fd);
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    return 0;
+}
+
+static int start(mon *m, sl_error *e)
+{
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+        return sl_error_set(e, errno, "PR_SET_CHILD_SUBREAPER");
+    if (!(m->loop = sl_mloop_new()))
+        return sl_error_set(e, errno, "event loop");
+    if (mon_signals_start(m, e) < 0 || mon_server_start(m, e) < 0)
+        return -1;
+    char pid[32];
+    int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+    return sl_write_file_atomic(m->pid_path, pid, (size_t)n, 0644, e);
+}
+
+static void finish(mon *m)
+{
+    mon_server_stop(m);
+    if (m->pid_path)
+        unlink(m->pid_path);
+    mon_signals_stop(m);
+    sl_mloop_free(m->loop);
+    free(m->pod_id);
+    free(m->run_dir);
+    free(m->state_dir);
+    free(m->runtime);
+    free(m->runc_root);
+    free(m->sock_path);
+    free(m->pid_path);
+    if (m->devnull >= 0)
+        close(m->devnull);
+}
+
+/* The starter waits for "ok" (or an error text) from the monitor. */
+static int wait_ready(int fd, pid_t child)
+{
+    char buf[SL_SYS_ERROR_MAX + 8];
+    ssize_t n, got = 0;
+    while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
+        got += n;
+    buf[got] = '\0';
+    if (strcmp(buf, "ok") == 0) {
+        printf("%d\n", (int)child);
+        return 0;
+    }
+    fprintf(stderr, "sluice-mon: %s\n", got ? buf : "monitor exited during start-up");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    if (parse(argc, argv, &o) < 0) {
+        usage(stderr);
+        return 2;
+    }
+    mon m = {.listen_fd = -1, .sig_fd = -1, .devnull = -1};
+    sl_error e = {0};
+    int ready[2] = {-1, -1};
+    if (setup_paths(&m, &o, &e) < 0 || (!o.foreground && pipe2(ready, O_CLOEXEC) < 0)) {
+        fprintf(stderr, "sluice-mon: %s\n", e.msg[0] ? e.msg : strerror(errno));
+        return 1;
+    }
+    if (!o.foreground) {
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid != 0) {
+            close(ready[1]);
+            return pid < 0 ? 1 : wait_ready(ready[0], pid);
+        }
+        close(ready[0]);
+    }
+    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &e) < 0 ? -1 : 0;
+    const char *msg = rc < 0 ? e.msg : "ok";
+    if (ready[1] >= 0) {
+        if (write(ready[1], msg, strlen(msg)) < 0)
+            rc = -1;
+        close(ready[1]);
+    }
+    if (rc < 0) {
+        mon_log(MON_ERR, "start-up: %s", e.msg);
+        finish(&m);
+        return 1;
+    }
+    mon_log(MON_INFO, "pod %s: listening on %s", m.pod_id, m.sock_path);
+    if (sl_mloop_run(m.loop) < 0)
+        mon_log(MON_ERR, "event loop: %s", strerror(errno));
+    finish(&m);
+    mon_log(MON_INFO, "exiting");
+    return m.exit_status;
+}

@@ -1,0 +1,244 @@
+/* sluice-mon internals: the monitor object and the pieces the per-
+ * responsibility files share. One monitor per pod, one thread, one loop. */
+#ifndef SL_MON_H
+#define SL_MON_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fsutil.h"
+#include "mon_fanout.h"
+#include "mon_log.h"
+#include "mon_loop.h"
+#include "mon_proto.h"
+
+#define SL_MON_READ_CHUNK 65536        /* bytes per read of container output */
+#define SL_MON_READS_PER_WAKE 8        /* reads of one fd before others get a turn */
+#define SL_MON_STDIN_HIGH_WATER 262144 /* queued stdin bytes that pause attach input */
+#define SL_MON_DRAIN_MS 2000           /* wait for output EOF after a process exited */
+#define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */
+#define SL_MON_MAX_CONNS 16            /* control connections at once */
+#define SL_MON_MAX_CONTAINERS 256
+#define SL_MON_MAX_EXECS 256
+#define SL_MON_MAX_SESSIONS 64                      /* attach sessions per container */
+#define SL_MON_MAX_STOP_TIMEOUT 86400               /* seconds */
+#define SL_MON_ERR_TEXT 1024                        /* bytes of a runc error kept for a reply */
+#define SL_MON_UNCLAIMED 64                         /* exits of not-yet-known container pids kept */
+#define SL_MON_BUNDLE_CONFIG_MAX (4u * 1024 * 1024) /* bytes of a bundle's config.json */
+#define SL_MON_KILL_RETRY_MS 100                    /* kill_exec before the pid file exists */
+
+typedef struct mon mon;
+typedef struct mon_ctr mon_ctr;
+typedef struct mon_exec mon_exec;
+typedef struct mon_job mon_job;
+typedef struct mon_console mon_console;
+
+/* log levels */
+enum { MON_ERR, MON_WARN, MON_INFO, MON_DEBUG };
+void mon_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern int mon_log_level;
+
+/* A request whose reply may come later. */
+typedef struct mon_req {
+    struct mon_req *next; /* in a waiter list */
+    uint64_t conn;        /* connection id */
+    json_t *id;           /* the request's id (reference) */
+} mon_req;
+
+typedef struct mon_conn {
+    struct mon_conn *next;
+    mon *m;
+    uint64_t id;
+    int fd;
+    bool hello;
+    sl_mwatch *w;
+    sl_mon_conn c;
+} mon_conn;
+
+typedef enum { CTR_CREATING, CTR_CREATED, CTR_RUNNING, CTR_EXITED } ctr_state;
+
+/* A container's stdio: output sources, stdin funnel, log, attach fan-out. */
+typedef struct mon_io {
+    int out_fd[2]; /* read ends (tty: [0] is the PTY master), -1 when closed */
+    sl_mwatch *out_w[2];
+    int in_fd; /* our write end of its stdin (tty: a dup of the master), -1 */
+    sl_mwatch *in_w;
+    sl_bufq in_q;                /* stdin bytes not yet taken by the container */
+    bool in_close_after;         /* stdin_once: close in_fd once in_q drained */
+    bool in_paused;              /* attach sessions' stdin reading is paused */
+    bool discard;                /* runc create still runs: output is runc's own */
+    char noise[SL_MON_ERR_TEXT]; /* tail of that output, for an error reply */
+    size_t noise_len;
+    sl_mon_log log;
+    sl_mon_fanout fo;
+} mon_io;
+
+struct mon_ctr {
+    mon_ctr *next;
+    mon *m;
+    char id[SL_MON_MAX_ID + 1];
+    char *bundle, *dir, *pid_file, *status_path;
+    bool tty, stdin, stdin_once;
+    ctr_state state;
+    pid_t pid;
+    bool reaped, finalized, stopping, removing, deleting, killed, stdin_once_done;
+    bool create_exited; /* runc create finished with create_status */
+    int create_status;
+    char *create_err;
+    int exit_code;
+    int64_t created_at, started_at, finished_at, start_issued_at;
+    mon_io io;
+    mon_console *console;
+    mon_job *job; /* runc create/start/delete in flight */
+    mon_req *create_req, *start_req;
+    mon_req *stop_waiters, *remove_waiters;
+    sl_mtimer *kill_timer, *drain_timer;
+};
+
+struct mon_exec {
+    mon_exec *next;
+    mon *m;
+    char id[SL_MON_MAX_ID + 1];
+    char ctr_id[SL_MON_MAX_ID + 1];
+    char *dir, *pid_file;
+    bool tty;
+    pid_t pid; /* the exec'd process, from the pid file; 0 = not known */
+    mon_job *job;
+    bool runc_done, kill_pending;
+    int exit_code;
+    mon_console *console;
+    int master;         /* tty: our copy of the PTY master, -1 */
+    int want_w, want_h; /* resize queued before the master existed */
+    int watch_fd[2];    /* dups of the output read ends, watched for HUP */
+    sl_mwatch *watch_w[2];
+    mon_req *reply; /* tty: the reply waits for the master */
+    sl_mtimer *drain_timer, *kill_timer;
+};
+
+typedef struct mon_unclaimed {
+    pid_t pid;
+    int status;
+} mon_unclaimed;
+
+struct mon {
+    sl_mloop *loop;
+    char *pod_id, *run_dir, *state_dir, *runtime, *runc_root;
+    char *sock_path, *pid_path;
+    int listen_fd, sig_fd, devnull;
+    sl_mwatch *listen_w, *sig_w;
+    mon_conn *conns;
+    uint64_t next_conn;
+    unsigned nconns;
+    mon_ctr *ctrs;
+    mon_exec *execs;
+    mon_job *jobs;
+    unsigned next_sock;
+    mon_unclaimed unclaimed[SL_MON_UNCLAIMED];
+    unsigned nunclaimed;
+    bool shutting_down;
+    mon_req *shutdown_req;
+    sl_mtimer *shutdown_timer;
+    sl_mtimer *conn_reap_timer;
+    int exit_status;
+};
+
+/* mon_server.c: control socket, requests, replies, events */
+int mon_server_start(mon *m, sl_error *e);
+void mon_server_stop(mon *m);
+/* Replies to r (consumed) with ok and extra fields (stolen, may be NULL)
+ * and fds (owned by the reply from now on; names says what each is). */
+void mon_reply(mon *m, mon_req *r, json_t *fields, const int *fds, const char *const *names,
+               size_t nfds);
+void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Sends an event (stolen) to every connection that said hello. */
+void mon_event(mon *m, json_t *ev);
+mon_req *mon_req_new(uint64_t conn, const json_t *msg);
+void mon_req_free(mon_req *r);
+/* Answers every waiter in *list with ok + a copy of fields (not stolen). */
+void mon_reply_all(mon *m, mon_req **list, const json_t *fields);
+
+/* mon_runc.c: child processes and runc invocations */
+/* status: from waitpid; err: what the child wrote to its captured
+ * stderr (may be ""). */
+typedef void (*mon_job_cb)(mon *m, int status, const char *err, void *data);
+/* Runs the runtime with `--root <runc_root>` and args (NULL-terminated).
+ * stdio: the child's fds 0..2, -1 = /dev/null for 0, and a captured
+ * temporary file for 1 and 2 (its text goes to cb). NULL on error (*e). */
+mon_job *mon_runc(mon *m, const char *const *args, const int stdio[3], mon_job_cb cb, void *data,
+                  sl_error *e);
+pid_t mon_job_pid(const mon_job *j);
+/* The job's callback will not fire (the child is still reaped). */
+void mon_job_cancel(mon_job *j);
+/* Called by the reaper; true when pid was a job. */
+bool mon_jobs_reaped(mon *m, pid_t pid, int status);
+/* Exit code of a waitpid status: the code, or 128 + signal. */
+int mon_exit_code(int status);
+
+/* mon_console.c: console sockets (runc sends the PTY master here) */
+typedef void (*mon_console_cb)(mon *m, int master, void *data);
+mon_console *mon_console_new(mon *m, mon_console_cb cb, void *data, sl_error *e);
+const char *mon_console_path(const mon_console *c);
+void mon_console_free(mon_console *c);
+
+/* mon_reaper.c: signals, reaping, exit records */
+int mon_signals_start(mon *m, sl_error *e);
+void mon_signals_stop(mon *m);
+int mon_status_write(mon_ctr *c);
+/* An exit reaped before its container's pid was known. */
+bool mon_unclaimed_take(mon *m, pid_t pid, int *status);
+json_t *mon_ctr_json(const mon_ctr *c);
+
+/* mon_ctr.c: container lifecycle */
+mon_ctr *mon_ctr_find(mon *m, const char *id);
+void mon_ctr_create(mon *m, mon_req *r, const json_t *msg);
+void mon_ctr_start(mon *m, mon_req *r, const json_t *msg);
+void mon_ctr_stop(mon *m, mon_req *r, const json_t *msg);
+void mon_ctr_remove(mon *m, mon_req *r, const json_t *msg);
+void mon_ctr_reopen_log(mon *m, mon_req *r, const json_t *msg);
+/* The container's init process was reaped. */
+void mon_ctr_reaped(mon_ctr *c, int status);
+/* Both output streams reached EOF (called by mon_stdio.c). */
+void mon_ctr_outputs_done(mon_ctr *c);
+/* Kills every container and exec, then stops the loop (replying to r). */
+void mon_shutdown(mon *m, mon_req *r);
+/* Shutdown progress: stops the loop once nothing is left. */
+void mon_shutdown_check(mon *m);
+
+/* mon_stdio.c: container stdio */
+void mon_io_init(mon_io *io, mon_ctr *c);
+/* Starts watching the output fds and stdin. Returns 0 or -1 (*e). */
+int mon_io_start(mon_ctr *c, sl_error *e);
+/* Closes the outputs that are still open (after the drain wait). */
+void mon_io_close_outputs(mon_ctr *c);
+/* Reads what runc create left in the pipes (kept as noise, not logged). */
+void mon_io_drain_noise(mon_ctr *c);
+void mon_io_fini(mon_ctr *c, const char *why);
+/* Queues stdin bytes for the container; false when over the high water. */
+bool mon_io_stdin_push(mon_ctr *c, const void *data, size_t len);
+/* A session with stdin ended: stdin_once closes the container's stdin. */
+void mon_io_stdin_session_done(mon_ctr *c);
+
+/* mon_attach.c: attach sessions */
+void mon_attach(mon *m, mon_req *r, const json_t *msg);
+extern const sl_mon_fanout_ops mon_attach_ops;
+/* Pauses or resumes reading every session's stdin of c. */
+void mon_attach_stdin_pause(mon_ctr *c, bool pause);
+/* Resize of an attach session (tty containers). Returns 0 or -1 when the
+ * session is unknown. */
+int mon_attach_resize(mon *m, const char *session, int w, int h, const char **err);
+
+/* mon_exec.c */
+void mon_exec_start(mon *m, mon_req *r, const json_t *msg);
+void mon_exec_kill(mon *m, mon_req *r, const json_t *msg);
+void mon_resize(mon *m, mon_req *r, const json_t *msg);
+/* Kills every exec (shutdown / container removal); ctr_id NULL = all. */
+void mon_exec_kill_all(mon *m, const char *ctr_id);
+
+/* TIOCSWINSZ; 0 or -1. */
+int mon_set_winsize(int fd, int w, int h);
+/* A fresh path for a short-lived socket in the run dir (malloc'd). */
+char *mon_sock_path(mon *m);
+
+#endif

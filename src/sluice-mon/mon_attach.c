@@ -1,0 +1,226 @@
+/* Attach sessions: per session fresh pipes whose sluiced ends travel with
+ * the reply. Output reaches them through the container's fan-out; their
+ * stdin is read here and funnelled into the container's stdin. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mon.h"
+#include "sluice/error.h"
+
+static char scratch[SL_MON_READ_CHUNK];
+
+static void want_write(sl_mon_attach *a, int s, bool want, void *ud)
+{
+    (void)ud;
+    if (a->watch[s])
+        sl_mwatch_set(a->watch[s], want ? EPOLLOUT : 0);
+}
+
+static void out_closing(sl_mon_attach *a, int s, void *ud)
+{
+    (void)ud;
+    sl_mwatch_free(a->watch[s]);
+    a->watch[s] = NULL;
+}
+
+static void ended(sl_mon_attach *a, const char *why, void *ud)
+{
+    mon_ctr *c = ud;
+    for (int i = 0; i < 3; i++) {
+        sl_mwatch_free(a->watch[i]);
+        a->watch[i] = NULL;
+    }
+    mon_log(MON_INFO, "container %s: attach session %s ended: %s", c->id, a->session, why);
+    mon_event(c->m, json_pack("{s:s, s:s, s:s}", "type", "attach_ended", "session", a->session,
+                              "error", why));
+    if (a->had_stdin && a->in_fd >= 0)
+        mon_io_stdin_session_done(c);
+}
+
+const sl_mon_fanout_ops mon_attach_ops = {want_write, out_closing, ended};
+
+static void stdin_eof(mon_ctr *c, sl_mon_attach *a)
+{
+    sl_mwatch_free(a->watch[2]);
+    a->watch[2] = NULL;
+    close(a->in_fd);
+    a->in_fd = -1;
+    mon_io_stdin_session_done(c);
+    sl_mon_fanout_reap(&c->io.fo, a);
+}
+
+static void stdin_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    sl_mon_attach *a = data;
+    mon_ctr *c = a->owner;
+    for (int i = 0; i < SL_MON_READS_PER_WAKE && !c->io.in_paused; i++) {
+        ssize_t n = read(a->in_fd, scratch, sizeof(scratch));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            stdin_eof(c, a);
+            return;
+        }
+        if (!mon_io_stdin_push(c, scratch, (size_t)n))
+            mon_attach_stdin_pause(c, true);
+    }
+}
+
+static void out_cb(sl_mon_attach *a, int s)
+{
+    mon_ctr *c = a->owner;
+    sl_mon_fanout_writable(&c->io.fo, a, s);
+}
+
+static void out0_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    out_cb(data, 0);
+}
+
+static void out1_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    out_cb(data, 1);
+}
+
+void mon_attach_stdin_pause(mon_ctr *c, bool pause)
+{
+    c->io.in_paused = pause;
+    for (sl_mon_attach *a = c->io.fo.head; a; a = a->next)
+        if (a->watch[2])
+            sl_mwatch_set(a->watch[2], pause ? 0 : EPOLLIN);
+}
+
+static unsigned count_sessions(const mon_ctr *c)
+{
+    unsigned n = 0;
+    for (sl_mon_attach *a = c->io.fo.head; a; a = a->next)
+        n++;
+    return n;
+}
+
+/* Checks an attach request against its container; NULL or why not. */
+static const char *check(const mon_ctr *c, const char *session, bool in, bool out, bool err)
+{
+    if (c->state != CTR_CREATED && c->state != CTR_RUNNING)
+        return "container is not created or running";
+    if (!sl_mon_valid_id(session))
+        return "invalid session id";
+    if (!in && !out && !err)
+        return "one of stdin, stdout and stderr is required";
+    if (c->tty && err)
+        return "a tty container has no separate stderr";
+    if (in && !c->stdin)
+        return "container was created without stdin";
+    if (sl_mon_fanout_find(&c->io.fo, session))
+        return "attach session exists";
+    if (count_sessions(c) >= SL_MON_MAX_SESSIONS)
+        return "too many attach sessions";
+    return NULL;
+}
+
+/* Our end non-blocking, both close-on-exec. */
+static int make_pipe(int p[2], int ours)
+{
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    fcntl(p[ours], F_SETFL, O_NONBLOCK);
+    return 0;
+}
+
+static bool watch_session(mon_ctr *c, sl_mon_attach *a)
+{
+    static const sl_mwatch_cb cbs[2] = {out0_cb, out1_cb};
+    for (int s = 0; s < 2; s++)
+        if (a->out_fd[s] >= 0 &&
+            !(a->watch[s] = sl_mloop_watch(c->m->loop, a->out_fd[s], 0, cbs[s], a)))
+            return false;
+    if (a->in_fd >= 0 && !(a->watch[2] = sl_mloop_watch(
+                               c->m->loop, a->in_fd, c->io.in_paused ? 0 : EPOLLIN, stdin_cb, a)))
+        return false;
+    return true;
+}
+
+void mon_attach(mon *m, mon_req *r, const json_t *msg)
+{
+    mon_ctr *c = mon_ctr_find(m, sl_mon_str(msg, "container_id"));
+    bool in, out, err;
+    if (sl_mon_bool(msg, "stdin", false, &in) || sl_mon_bool(msg, "stdout", false, &out) ||
+        sl_mon_bool(msg, "stderr", false, &err)) {
+        mon_reply_err(m, r, "stdin, stdout and stderr must be booleans");
+        return;
+    }
+    if (!c) {
+        mon_reply_err(m, r, "no such container");
+        return;
+    }
+    const char *session = sl_mon_str(msg, "session");
+    const char *why = check(c, session, in, out, err);
+    if (why) {
+        mon_reply_err(m, r, "%s", why);
+        return;
+    }
+    sl_mon_attach *a = sl_mon_attach_new(session);
+    int pin[2] = {-1, -1}, pout[2] = {-1, -1}, perr[2] = {-1, -1};
+    if (!a || (in && make_pipe(pin, 0) < 0) || (out && make_pipe(pout, 1) < 0) ||
+        (err && make_pipe(perr, 1) < 0)) {
+        int e = errno;
+        int all[6] = {pin[0], pin[1], pout[0], pout[1], perr[0], perr[1]};
+        for (int i = 0; i < 6; i++)
+            if (all[i] >= 0)
+                close(all[i]);
+        sl_mon_attach_free(a);
+        {
+            mon_reply_err(m, r, "attach pipes: %s", strerror(e));
+            return;
+        }
+    }
+    a->owner = c;
+    a->in_fd = pin[0];
+    a->had_stdin = in;
+    a->out_fd[0] = pout[1];
+    a->out_fd[1] = perr[1];
+    int fds[3];
+    const char *names[3];
+    size_t n = 0;
+    if (in)
+        fds[n] = pin[1], names[n++] = "stdin";
+    if (out)
+        fds[n] = pout[0], names[n++] = "stdout";
+    if (err)
+        fds[n] = perr[0], names[n++] = "stderr";
+    mon_reply(m, r, NULL, fds, names, n);
+    if (!sl_mon_fanout_add(&c->io.fo, a))
+        return;
+    if (!watch_session(c, a))
+        sl_mon_fanout_end(&c->io.fo, a, "cannot watch the session's pipes");
+}
+
+int mon_attach_resize(mon *m, const char *session, int w, int h, const char **err)
+{
+    for (mon_ctr *c = m->ctrs; c; c = c->next) {
+        if (!sl_mon_fanout_find(&c->io.fo, session))
+            continue;
+        if (!c->tty) {
+            *err = "the container has no terminal";
+            return -1;
+        }
+        int fd = c->io.out_fd[0] >= 0 ? c->io.out_fd[0] : c->io.in_fd;
+        if (fd >= 0 && mon_set_winsize(fd, w, h) < 0) {
+            *err = "TIOCSWINSZ failed";
+            return -1;
+        }
+        return 0;
+    }
+    *err = "no such attach session";
+    return -1;
+}

@@ -1,0 +1,425 @@
+/* Exec: `runc exec` as the monitor's child with a process.json made from
+ * the container bundle's process (args, terminal and initial size set), so
+ * the size applies before the process starts. The client ends of its pipes
+ * (or a dup of the PTY master) go to sluiced with the reply; the monitor
+ * keeps only what it needs to resize and to see the output end. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mon.h"
+#include "sluice/error.h"
+
+#define EXEC_MAX_ARGS 4096 /* elements of cmd */
+
+static void maybe_finish(mon_exec *x);
+
+static mon_exec *exec_find(mon *m, const char *id)
+{
+    for (mon_exec *x = m->execs; id && x; x = x->next)
+        if (strcmp(x->id, id) == 0)
+            return x;
+    return NULL;
+}
+
+static void exec_free(mon_exec *x)
+{
+    mon *m = x->m;
+    for (mon_exec **pp = &m->execs; *pp; pp = &(*pp)->next) {
+        if (*pp == x) {
+            *pp = x->next;
+            break;
+        }
+    }
+    mon_job_cancel(x->job);
+    mon_console_free(x->console);
+    sl_mtimer_cancel(x->drain_timer);
+    sl_mtimer_cancel(x->kill_timer);
+    for (int i = 0; i < 2; i++) {
+        sl_mwatch_free(x->watch_w[i]);
+        if (x->watch_fd[i] >= 0 && x->watch_fd[i] != x->master)
+            close(x->watch_fd[i]);
+    }
+    if (x->master >= 0)
+        close(x->master);
+    if (x->reply)
+        mon_reply_err(m, x->reply, "exec %s ended", x->id);
+    if (x->dir)
+        sl_rm_rf(x->dir, NULL);
+    free(x->dir);
+    free(x->pid_file);
+    free(x);
+}
+
+static void drain_cb(void *data)
+{
+    mon_exec *x = data;
+    x->drain_timer = NULL;
+    for (int i = 0; i < 2; i++) {
+        sl_mwatch_free(x->watch_w[i]);
+        x->watch_w[i] = NULL;
+    }
+    maybe_finish(x);
+}
+
+/* exec_exited once runc exec exited and the process closed its output. */
+static void maybe_finish(mon_exec *x)
+{
+    if (!x->runc_done)
+        return;
+    if (x->watch_w[0] || x->watch_w[1]) {
+        if (!x->drain_timer)
+            x->drain_timer = sl_mloop_timer(x->m->loop, SL_MON_DRAIN_MS, drain_cb, x);
+        return;
+    }
+    mon *m = x->m;
+    mon_log(MON_INFO, "exec %s exited %d", x->id, x->exit_code);
+    mon_event(m, json_pack("{s:s, s:s, s:i}", "type", "exec_exited", "exec_id", x->id, "exit_code",
+                           x->exit_code));
+    exec_free(x);
+    mon_shutdown_check(m);
+}
+
+static void hup_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)events;
+    mon_exec *x = data;
+    int i = w == x->watch_w[0] ? 0 : 1;
+    sl_mwatch_free(w);
+    x->watch_w[i] = NULL;
+    maybe_finish(x);
+}
+
+static void exec_done(mon *m, int status, const char *err, void *data)
+{
+    mon_exec *x = data;
+    x->job = NULL;
+    x->runc_done = true;
+    x->exit_code = mon_exit_code(status);
+    if (x->reply) { /* the terminal never came: the exec failed */
+        mon_reply_err(m, x->reply, "runc exec %s: %s", x->id, *err ? err : "failed");
+        x->reply = NULL;
+        exec_free(x);
+        mon_shutdown_check(m);
+        return;
+    }
+    maybe_finish(x);
+}
+
+static int watch_hup(mon_exec *x, int i, int fd)
+{
+    x->watch_fd[i] = fd;
+    /* no read interest: only HUP (writers gone) is reported */
+    x->watch_w[i] = sl_mloop_watch(x->m->loop, fd, EPOLLRDHUP, hup_cb, x);
+    return x->watch_w[i] ? 0 : -1;
+}
+
+static void console_cb(mon *m, int master, void *data)
+{
+    mon_exec *x = data;
+    mon_console_free(x->console);
+    x->console = NULL;
+    if (master < 0)
+        return; /* exec_done reports runc's error */
+    x->master = master;
+    if (x->want_w > 0 && x->want_h > 0)
+        mon_set_winsize(master, x->want_w, x->want_h);
+    int dup_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
+    if (dup_fd < 0 || watch_hup(x, 0, master) < 0) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        mon_reply_err(m, x->reply, "exec %s: %s", x->id, strerror(errno));
+        x->reply = NULL;
+        if (x->job)
+            kill(mon_job_pid(x->job), SIGKILL);
+        return;
+    }
+    const char *names[] = {"tty"};
+    mon_reply(m, x->reply, NULL, &dup_fd, names, 1);
+    x->reply = NULL;
+}
+
+/* The bundle's process with args, terminal and consoleSize replaced. */
+static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w, int h,
+                          sl_error *e)
+{
+    SL_AUTOFREE char *path = sl_path_join(bundle, "config.json");
+    SL_AUTOFREE char *text = NULL;
+    size_t len;
+    if (!path || sl_read_file(path, SL_MON_BUNDLE_CONFIG_MAX, &text, &len, e) < 0)
+        return NULL;
+    json_t *cfg = json_loadb(text, len, 0, NULL);
+    json_t *p = json_deep_copy(json_object_get(cfg, "process"));
+    json_decref(cfg);
+    if (!json_is_object(p)) {
+        json_decref(p);
+        return sl_error_set(e, EINVAL, "%s has no process object", path), NULL;
+    }
+    json_object_set_new(p, "args", json_deep_copy(cmd));
+    json_object_set_new(p, "terminal", json_boolean(tty));
+    if (tty && w > 0 && h > 0)
+        json_object_set_new(p, "consoleSize", json_pack("{s:i, s:i}", "height", h, "width", w));
+    else
+        json_object_del(p, "consoleSize");
+    char *out = json_dumps(p, JSON_COMPACT);
+    json_decref(p);
+    if (!out)
+        sl_error_set(e, ENOMEM, "process.json");
+    return out;
+}
+
+typedef struct exec_args {
+    const char *id;
+    mon_ctr *c;
+    const json_t *cmd;
+    bool tty, in, out, err;
+    int64_t w, h;
+} exec_args;
+
+static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
+{
+    a->id = sl_mon_str(msg, "exec_id");
+    a->c = mon_ctr_find(m, sl_mon_str(msg, "container_id"));
+    a->cmd = json_object_get(msg, "cmd");
+    if (!sl_mon_valid_id(a->id))
+        return "invalid exec_id";
+    if (sl_mon_bool(msg, "tty", false, &a->tty) || sl_mon_bool(msg, "stdin", false, &a->in) ||
+        sl_mon_bool(msg, "stdout", false, &a->out) || sl_mon_bool(msg, "stderr", false, &a->err))
+        return "tty, stdin, stdout and stderr must be booleans";
+    if (sl_mon_int(msg, "width", 0, 65535, 0, &a->w) ||
+        sl_mon_int(msg, "height", 0, 65535, 0, &a->h))
+        return "width and height must be 0..65535";
+    size_t n = json_array_size(a->cmd);
+    if (!json_is_array(a->cmd) || n == 0 || n > EXEC_MAX_ARGS)
+        return "cmd must be a non-empty array";
+    for (size_t i = 0; i < n; i++)
+        if (!json_is_string(json_array_get(a->cmd, i)))
+            return "cmd must be an array of strings";
+    if (a->tty && a->err)
+        return "a tty exec has no separate stderr";
+    if (!a->c)
+        return "no such container";
+    if (a->c->state != CTR_RUNNING || a->c->reaped || a->c->removing)
+        return "container is not running";
+    if (exec_find(m, a->id))
+        return "exec exists";
+    return NULL;
+}
+
+static unsigned count(const mon *m)
+{
+    unsigned n = 0;
+    for (const mon_exec *x = m->execs; x; x = x->next)
+        n++;
+    return n;
+}
+
+/* Pipes of a non-tty exec: child[] for runc exec, client[] for sluiced. */
+static int exec_pipes(mon *m, const exec_args *a, int child[3], int client[3])
+{
+    bool want[3] = {a->in, a->out, a->err};
+    for (int i = 0; i < 3; i++) {
+        int p[2];
+        child[i] = m->devnull;
+        client[i] = -1;
+        if (!want[i])
+            continue;
+        if (pipe2(p, O_CLOEXEC) < 0)
+            return -1;
+        child[i] = i == 0 ? p[0] : p[1];
+        client[i] = i == 0 ? p[1] : p[0];
+    }
+    return 0;
+}
+
+static void close_fds(mon *m, int *fds, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (fds[i] >= 0 && fds[i] != m->devnull)
+            close(fds[i]);
+}
+
+static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
+{
+    mon_exec *x = calloc(1, sizeof(*x));
+    if (!x)
+        return sl_error_set(e, ENOMEM, "exec"), NULL;
+    x->m = m;
+    snprintf(x->id, sizeof(x->id), "%s", a->id);
+    snprintf(x->ctr_id, sizeof(x->ctr_id), "%s", a->c->id);
+    x->tty = a->tty;
+    x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
+    char *base = sl_path_join(m->run_dir, "exec");
+    x->dir = base ? sl_path_join(base, a->id) : NULL;
+    x->pid_file = x->dir ? sl_path_join(x->dir, "pid") : NULL;
+    free(base);
+    x->next = m->execs;
+    m->execs = x;
+    char *pj = NULL, *proc = NULL;
+    if (!x->pid_file || sl_mkdir_p(x->dir, 0700, e) < 0 ||
+        !(pj = process_json(a->c->bundle, a->cmd, a->tty, (int)a->w, (int)a->h, e)) ||
+        !(proc = sl_path_join(x->dir, "process.json")) ||
+        sl_write_file_atomic(proc, pj, strlen(pj), 0600, e) < 0) {
+        free(pj);
+        free(proc);
+        exec_free(x);
+        return NULL;
+    }
+    free(pj);
+    free(proc);
+    return x;
+}
+
+static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
+{
+    SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
+    const char *args[12] = {"exec", "--process", proc, "--pid-file", x->pid_file};
+    int n = 5;
+    if (x->console) {
+        args[n++] = "--tty";
+        args[n++] = "--console-socket";
+        args[n++] = mon_console_path(x->console);
+    }
+    args[n++] = x->ctr_id;
+    args[n] = NULL;
+    return mon_runc(x->m, args, child, exec_done, x, e);
+}
+
+void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
+{
+    exec_args a = {0};
+    const char *why = exec_parse(m, msg, &a);
+    if (!why && count(m) >= SL_MON_MAX_EXECS)
+        why = "too many execs";
+    if (why) {
+        mon_reply_err(m, r, "%s", why);
+        return;
+    }
+    sl_error e = {0};
+    mon_exec *x = exec_new(m, &a, &e);
+    int child[3] = {-1, -1, -1}, client[3] = {-1, -1, -1};
+    if (x && a.tty) {
+        child[0] = m->devnull; /* runc's own errors go to the capture */
+        if ((x->console = mon_console_new(m, console_cb, x, &e)))
+            x->job = spawn(x, child, &e);
+    } else if (x && exec_pipes(m, &a, child, client) == 0) {
+        x->job = spawn(x, child, &e);
+    } else if (x) {
+        sl_error_set(&e, errno, "exec pipes");
+    }
+    close_fds(m, child, 3);
+    if (!x || !x->job) {
+        close_fds(m, client, 3);
+        if (x)
+            exec_free(x);
+        mon_reply_err(m, r, "exec: %s", e.msg);
+        return;
+    }
+    mon_log(MON_INFO, "exec %s in %s: runc pid %d", x->id, x->ctr_id, (int)mon_job_pid(x->job));
+    if (a.tty) {
+        x->reply = r;
+        return;
+    }
+    for (int i = 1; i < 3; i++)
+        if (client[i] >= 0)
+            watch_hup(x, i - 1, fcntl(client[i], F_DUPFD_CLOEXEC, 3));
+    static const char *const all[3] = {"stdin", "stdout", "stderr"};
+    int fds[3];
+    const char *names[3];
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        if (client[i] >= 0)
+            fds[n] = client[i], names[n++] = all[i];
+    mon_reply(m, r, NULL, fds, names, n);
+}
+
+static pid_t exec_pid(mon_exec *x)
+{
+    if (x->pid <= 0) {
+        char *text = NULL;
+        size_t len;
+        if (sl_read_file(x->pid_file, 64, &text, &len, NULL) == 0) {
+            long v = strtol(text, NULL, 10);
+            x->pid = v > 0 ? (pid_t)v : 0;
+        }
+        free(text);
+    }
+    return x->pid;
+}
+
+static void kill_cb(void *data);
+
+/* SIGKILL the exec'd process; before its pid file exists, retry. */
+static void kill_exec(mon_exec *x)
+{
+    if (x->runc_done)
+        return;
+    if (exec_pid(x) > 0) {
+        kill(x->pid, SIGKILL);
+        return;
+    }
+    if (!x->kill_timer)
+        x->kill_timer = sl_mloop_timer(x->m->loop, SL_MON_KILL_RETRY_MS, kill_cb, x);
+}
+
+static void kill_cb(void *data)
+{
+    mon_exec *x = data;
+    x->kill_timer = NULL;
+    kill_exec(x);
+}
+
+void mon_exec_kill(mon *m, mon_req *r, const json_t *msg)
+{
+    mon_exec *x = exec_find(m, sl_mon_str(msg, "exec_id"));
+    if (x)
+        kill_exec(x);
+    mon_reply(m, r, NULL, NULL, NULL, 0);
+}
+
+void mon_exec_kill_all(mon *m, const char *ctr_id)
+{
+    for (mon_exec *x = m->execs; x; x = x->next)
+        if (!ctr_id || strcmp(x->ctr_id, ctr_id) == 0)
+            kill_exec(x);
+}
+
+void mon_resize(mon *m, mon_req *r, const json_t *msg)
+{
+    int64_t w, h;
+    if (sl_mon_int(msg, "width", 0, 65535, 0, &w) || sl_mon_int(msg, "height", 0, 65535, 0, &h)) {
+        mon_reply_err(m, r, "width and height must be 0..65535");
+        return;
+    }
+    const char *exec_id = sl_mon_str(msg, "exec_id"), *session = sl_mon_str(msg, "session");
+    const char *err = NULL;
+    mon_exec *x = exec_find(m, exec_id);
+    if (exec_id && !x)
+        err = "no such exec";
+    else if (x && !x->tty)
+        err = "the exec has no terminal";
+    else if (!x && !session)
+        err = "resize needs exec_id or session";
+    if (err || w == 0 || h == 0) { /* a 0-sized window is ignored */
+        if (err)
+            mon_reply_err(m, r, "%s", err);
+        else
+            mon_reply(m, r, NULL, NULL, NULL, 0);
+        return;
+    }
+    if (x) {
+        x->want_w = (int)w;
+        x->want_h = (int)h;
+        if (x->master >= 0)
+            mon_set_winsize(x->master, (int)w, (int)h);
+    } else if (mon_attach_resize(m, session, (int)w, (int)h, &err) < 0) {
+        mon_reply_err(m, r, "%s", err);
+        return;
+    }
+    mon_reply(m, r, NULL, NULL, NULL, 0);
+}

@@ -1,0 +1,208 @@
+/* A container's stdio: reads its output as it comes (never waiting for
+ * anyone), writes it to the CRI log and fans it out to attach sessions;
+ * funnels the sessions' stdin into the container's stdin as its single
+ * writer, with a bounded queue that pauses the sessions' input. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mon.h"
+
+static char scratch[SL_MON_READ_CHUNK]; /* one thread: one read at a time */
+
+void mon_io_init(mon_io *io, mon_ctr *c)
+{
+    memset(io, 0, sizeof(*io));
+    io->out_fd[0] = io->out_fd[1] = io->in_fd = -1;
+    io->log.fd = -1;
+    sl_bufq_init(&io->in_q);
+    sl_mon_fanout_init(&io->fo, SL_MON_ATTACH_BACKLOG, &mon_attach_ops, c);
+}
+
+static void close_output(mon_ctr *c, int s)
+{
+    mon_io *io = &c->io;
+    if (io->out_fd[s] < 0)
+        return;
+    if (io->out_w[s])
+        sl_mwatch_close(io->out_w[s]);
+    else
+        close(io->out_fd[s]);
+    io->out_w[s] = NULL;
+    io->out_fd[s] = -1;
+    sl_mon_log_flush(&io->log, s, sl_real_ns());
+    sl_mon_fanout_eof(&io->fo, s);
+    if (io->out_fd[0] < 0 && io->out_fd[1] < 0)
+        mon_ctr_outputs_done(c);
+}
+
+/* Keeps the tail of what runc printed while creating, for an error reply. */
+static void keep_noise(mon_io *io, const char *p, size_t n)
+{
+    if (n >= sizeof(io->noise) - 1) {
+        p += n - (sizeof(io->noise) - 1);
+        n = sizeof(io->noise) - 1;
+    }
+    size_t keep =
+        io->noise_len + n > sizeof(io->noise) - 1 ? sizeof(io->noise) - 1 - n : io->noise_len;
+    memmove(io->noise, io->noise + io->noise_len - keep, keep);
+    memcpy(io->noise + keep, p, n);
+    io->noise_len = keep + n;
+    io->noise[io->noise_len] = '\0';
+}
+
+static void output(mon_ctr *c, int s)
+{
+    mon_io *io = &c->io;
+    for (int i = 0; i < SL_MON_READS_PER_WAKE && io->out_fd[s] >= 0; i++) {
+        ssize_t n = read(io->out_fd[s], scratch, sizeof(scratch));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) { /* EOF, or EIO from a PTY master whose slave is gone */
+            close_output(c, s);
+            return;
+        }
+        if (io->discard) {
+            keep_noise(io, scratch, (size_t)n);
+            continue;
+        }
+        sl_mon_log_write(&io->log, s, scratch, (size_t)n, sl_real_ns());
+        sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
+    }
+}
+
+static void out0_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    output(data, 0);
+}
+
+static void out1_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    output(data, 1);
+}
+
+static void close_stdin(mon_ctr *c)
+{
+    mon_io *io = &c->io;
+    sl_bufq_consume(&io->in_q, sl_bufq_len(&io->in_q));
+    if (io->in_w)
+        sl_mwatch_close(io->in_w);
+    else if (io->in_fd >= 0)
+        close(io->in_fd);
+    io->in_w = NULL;
+    io->in_fd = -1;
+}
+
+static void stdin_flush(mon_ctr *c)
+{
+    mon_io *io = &c->io;
+    while (io->in_fd >= 0 && sl_bufq_len(&io->in_q) > 0) {
+        struct iovec iov[16];
+        int n = sl_bufq_peek(&io->in_q, iov, 16);
+        ssize_t w = writev(io->in_fd, iov, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            sl_mwatch_set(io->in_w, EPOLLOUT);
+            return;
+        }
+        if (w < 0) { /* the container closed its stdin: input goes nowhere */
+            close_stdin(c);
+            break;
+        }
+        sl_bufq_consume(&io->in_q, (size_t)w);
+    }
+    if (io->in_w)
+        sl_mwatch_set(io->in_w, 0);
+    if (io->in_close_after && sl_bufq_len(&io->in_q) == 0) {
+        io->in_close_after = false;
+        if (c->tty) { /* a terminal's end of input is ^D, not a close */
+            sl_bufq_append(&io->in_q, "\x04", 1);
+            stdin_flush(c);
+        } else {
+            close_stdin(c);
+        }
+    }
+    if (io->in_paused && sl_bufq_len(&io->in_q) < SL_MON_STDIN_HIGH_WATER)
+        mon_attach_stdin_pause(c, false);
+}
+
+static void in_cb(sl_mwatch *w, uint32_t events, void *data)
+{
+    (void)w;
+    (void)events;
+    stdin_flush(data);
+}
+
+bool mon_io_stdin_push(mon_ctr *c, const void *data, size_t len)
+{
+    mon_io *io = &c->io;
+    if (io->in_fd < 0)
+        return true; /* no stdin (any more): the bytes are dropped */
+    if (sl_bufq_append(&io->in_q, data, len) != 0)
+        return false;
+    stdin_flush(c);
+    return sl_bufq_len(&io->in_q) < SL_MON_STDIN_HIGH_WATER;
+}
+
+void mon_io_stdin_session_done(mon_ctr *c)
+{
+    if (!c->stdin_once || c->stdin_once_done)
+        return;
+    c->stdin_once_done = true;
+    c->io.in_close_after = true;
+    stdin_flush(c);
+}
+
+int mon_io_start(mon_ctr *c, sl_error *e)
+{
+    mon_io *io = &c->io;
+    static const sl_mwatch_cb cbs[2] = {out0_cb, out1_cb};
+    for (int s = 0; s < 2; s++) {
+        if (io->out_fd[s] < 0)
+            continue;
+        io->out_w[s] = sl_mloop_watch(c->m->loop, io->out_fd[s], EPOLLIN, cbs[s], c);
+        if (!io->out_w[s])
+            return sl_error_set(e, errno, "watch output");
+    }
+    if (io->in_fd >= 0 && !(io->in_w = sl_mloop_watch(c->m->loop, io->in_fd, 0, in_cb, c)))
+        return sl_error_set(e, errno, "watch stdin");
+    return 0;
+}
+
+void mon_io_close_outputs(mon_ctr *c)
+{
+    for (int s = 0; s < 2; s++)
+        close_output(c, s);
+}
+
+void mon_io_fini(mon_ctr *c, const char *why)
+{
+    mon_io *io = &c->io;
+    sl_mon_fanout_fini(&io->fo, why);
+    for (int s = 0; s < 2; s++) {
+        if (io->out_w[s])
+            sl_mwatch_close(io->out_w[s]);
+        else if (io->out_fd[s] >= 0)
+            close(io->out_fd[s]);
+        io->out_w[s] = NULL;
+        io->out_fd[s] = -1;
+    }
+    close_stdin(c);
+    sl_bufq_fini(&io->in_q);
+    if (io->log.pend[0])
+        sl_mon_log_close(&io->log);
+}
+
+void mon_io_drain_noise(mon_ctr *c)
+{
+    for (int s = 0; s < 2; s++)
+        if (c->io.out_fd[s] >= 0)
+            output(c, s);
+}
