@@ -253,7 +253,7 @@ export function describeFrame(f) {
     return `DATA id=${f.streamId} flags=${f.flags} len=${f.length}` +
       (f.length <= 200 ? ` ${JSON.stringify(f.payload.toString('latin1'))}` : '');
   const bits = [`${f.typeName} v${f.version} flags=${f.flags} len=${f.length}`];
-  for (const k of ['streamId', 'status', 'pingId', 'lastGoodId', 'delta'])
+  for (const k of ['streamId', 'lastGoodId', 'status', 'pingId', 'delta'])
     if (f[k] !== undefined) bits.push(`${k}=${f[k]}`);
   if (f.headers) bits.push(`headers=${JSON.stringify(f.headers)}`);
   return bits.join(' ');
@@ -437,7 +437,7 @@ export class RawSpdy {
   // Sends SYN_STREAM(id) with headers; id defaults to the next odd id.
   async synStream(headers, { id, flags = 0 } = {}) {
     const sid = id ?? this.nextId;
-    if (sid >= this.nextId) this.nextId = sid + 2;
+    if (sid % 2 === 1 && sid >= this.nextId) this.nextId = sid + 2;
     this.send(synStreamFrame(sid, await this.compress(headers), flags));
     return sid;
   }
@@ -541,10 +541,21 @@ export class RawSpdy {
   async drainToClose(timeoutMs = FRAME_TIMEOUT_MS) {
     const out = [];
     for (;;) {
-      const f = await this.next(timeoutMs);
+      let f;
+      try {
+        f = await this.next(timeoutMs);
+      } catch (e) {
+        throw new Error(`${e.message}; the connection is still open after: ` +
+          `${out.map(describeFrame).join('; ') || 'no frame'}`);
+      }
       if (f.closed) return out;
       out.push(f);
     }
+  }
+
+  // destroyAllPeers() leaves this one alone (a background case).
+  untrack() {
+    openPeers.delete(this);
   }
 
   destroy() {
