@@ -200,8 +200,10 @@ static void op_cancel(void *rt, sl_proc *proc)
 {
     (void)rt;
     hp_child *ch = sl_proc_data(proc);
-    if (ch)
-        kill(-ch->pid, SIGKILL); /* the whole process group */
+    /* The whole process group; if the child has not reached setsid() yet
+     * there is no group, but then it has not exec'd or forked either. */
+    if (ch && kill(-ch->pid, SIGKILL) < 0)
+        kill(ch->pid, SIGKILL);
 }
 
 static void op_release(void *rt, sl_proc *proc)

@@ -20,7 +20,7 @@ size_t sl_ws_channel_encode(uint8_t *dst, uint8_t channel, const uint8_t *data, 
  * On success returns 0, sets *channel, *data (pointing into msg) and *len.
  * Returns SL_ERR_PROTO (negative) for an empty message, a channel digit
  * below '0' in base64 mode, or malformed base64. */
-int sl_ws_channel_decode(uint8_t *msg, size_t msg_len, int base64, uint8_t *channel,
-                         uint8_t **data, size_t *len);
+int sl_ws_channel_decode(uint8_t *msg, size_t msg_len, int base64, uint8_t *channel, uint8_t **data,
+                         size_t *len);
 
 #endif
