@@ -83,7 +83,7 @@ void sl_config_init(sl_config *c)
 {
     memset(c, 0, sizeof(*c));
     c->listen = SLUICED_DEFAULT_LISTEN;
-    c->socket_path = SLUICED_DEFAULT_LISTEN + strlen("unix://");
+    c->socket_path = &SLUICED_DEFAULT_LISTEN[sizeof("unix://") - 1];
     c->stream_address = SL_DEFAULT_ADDRESS;
     c->stream_port = SL_DEFAULT_PORT;
     c->stream_base_path = "/";
@@ -246,8 +246,6 @@ static int load_value(sl_config *c, const char *origin, const char *name, json_t
     }
     if (!json_is_string(v))
         return sl_error_set(e, 0, "%s: expected a string", where);
-    if (strlen(json_string_value(v)) != json_string_length(v))
-        return sl_error_set(e, 0, "%s: contains a NUL byte", where);
     return set_key(c, k, json_string_value(v), where, e);
 }
 

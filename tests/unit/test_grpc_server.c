@@ -1,0 +1,909 @@
+/* The gRPC connection core driven in memory by an nghttp2 client session:
+ * no sockets on either side. Unary calls, request bodies split at every
+ * byte, responses beyond the flow-control window, concurrent and
+ * asynchronous calls, unknown methods, malformed requests, deadlines,
+ * cancellation, and the CRI table's Version and Status. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cri/service.h"
+#include "grpc/api.pb-c.h"
+#include "grpc/grpc_conn.h"
+#include "grpc/grpc_frame.h"
+#include "sluice/error.h"
+
+#define MAX_STREAMS 128
+#define MAX_PENDING 128
+#define BIG_RESPONSE (1024 * 1024)
+
+/* ---- client side ------------------------------------------------------- */
+
+typedef struct cstream {
+    int32_t id;
+    /* request body */
+    const uint8_t *body;
+    size_t len, off, chunk;
+    bool end;
+    /* response */
+    int http;
+    int header_blocks;
+    bool trailers_only;
+    int grpc_status; /* -1: none */
+    char grpc_message[512];
+    uint8_t *data;
+    size_t dlen;
+    bool closed;
+    uint32_t close_code;
+    bool got_rst;
+    uint32_t rst_code;
+} cstream;
+
+typedef struct fixture {
+    nghttp2_session *cli;
+    cstream s[MAX_STREAMS];
+    int ns;
+    int ping_acks;
+    uint32_t server_max_streams;
+    /* server side */
+    sl_grpc_config cfg;
+    sl_grpc_conn_io io;
+    sl_grpc_conn *conn;
+    uint64_t now;
+    int wakes;
+    size_t split; /* bytes per server recv call, 0 = all */
+    /* calls held by the "Later" handler */
+    sl_grpc_call *pending[MAX_PENDING];
+    int npending;
+    int cancels;
+    int handler_runs;
+} fixture;
+
+static cstream *find_stream(fixture *f, int32_t id)
+{
+    for (int i = 0; i < f->ns; i++)
+        if (f->s[i].id == id)
+            return &f->s[i];
+    return NULL;
+}
+
+static int c_on_header(nghttp2_session *h2, const nghttp2_frame *fr, const uint8_t *name,
+                       size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *user)
+{
+    (void)h2, (void)nlen, (void)flags;
+    cstream *s = find_stream(user, fr->hd.stream_id);
+    if (!s)
+        return 0;
+    if (strcmp((const char *)name, ":status") == 0)
+        s->http = atoi((const char *)value);
+    else if (strcmp((const char *)name, "grpc-status") == 0)
+        s->grpc_status = atoi((const char *)value);
+    else if (strcmp((const char *)name, "grpc-message") == 0)
+        sl_grpc_percent_decode((const char *)value, vlen < 500 ? vlen : 500, s->grpc_message);
+    return 0;
+}
+
+static int c_on_frame_recv(nghttp2_session *h2, const nghttp2_frame *fr, void *user)
+{
+    (void)h2;
+    fixture *f = user;
+    if (fr->hd.type == NGHTTP2_PING && (fr->hd.flags & NGHTTP2_FLAG_ACK))
+        f->ping_acks++;
+    if (fr->hd.type == NGHTTP2_SETTINGS && !(fr->hd.flags & NGHTTP2_FLAG_ACK))
+        for (size_t i = 0; i < fr->settings.niv; i++)
+            if (fr->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+                f->server_max_streams = fr->settings.iv[i].value;
+    cstream *s = find_stream(f, fr->hd.stream_id);
+    if (!s)
+        return 0;
+    if (fr->hd.type == NGHTTP2_HEADERS) {
+        s->header_blocks++;
+        if (s->header_blocks == 1 && (fr->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            s->trailers_only = true;
+    }
+    if (fr->hd.type == NGHTTP2_RST_STREAM) {
+        s->got_rst = true;
+        s->rst_code = fr->rst_stream.error_code;
+    }
+    return 0;
+}
+
+static int c_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
+                     size_t len, void *user)
+{
+    (void)h2, (void)flags;
+    cstream *s = find_stream(user, id);
+    if (!s)
+        return 0;
+    s->data = realloc(s->data, s->dlen + len);
+    assert_non_null(s->data);
+    memcpy(s->data + s->dlen, data, len);
+    s->dlen += len;
+    return 0;
+}
+
+static int c_on_close(nghttp2_session *h2, int32_t id, uint32_t code, void *user)
+{
+    (void)h2;
+    cstream *s = find_stream(user, id);
+    if (s) {
+        s->closed = true;
+        s->close_code = code;
+    }
+    return 0;
+}
+
+static ssize_t c_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
+                      nghttp2_data_source *src, void *user)
+{
+    (void)h2, (void)id, (void)user;
+    cstream *s = src->ptr;
+    size_t n = s->len - s->off;
+    if (n > length)
+        n = length;
+    if (s->chunk && n > s->chunk)
+        n = s->chunk;
+    memcpy(buf, s->body + s->off, n);
+    s->off += n;
+    if (s->off == s->len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (!s->end)
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+    return (ssize_t)n;
+}
+
+static void client_new(fixture *f)
+{
+    nghttp2_session_callbacks *cb;
+    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
+    nghttp2_session_callbacks_set_on_header_callback(cb, c_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, c_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, c_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, c_on_close);
+    assert_int_equal(nghttp2_session_client_new(&f->cli, cb, f), 0);
+    nghttp2_session_callbacks_del(cb);
+    assert_int_equal(nghttp2_submit_settings(f->cli, NGHTTP2_FLAG_NONE, NULL, 0), 0);
+}
+
+/* ---- server side ------------------------------------------------------- */
+
+static uint64_t fx_now(void *data)
+{
+    return ((fixture *)data)->now;
+}
+
+static void fx_wake(void *data)
+{
+    ((fixture *)data)->wakes++;
+}
+
+/* Echo: VersionRequest.version back as VersionResponse.version. */
+static void h_echo(sl_grpc_call *call, void *arg)
+{
+    fixture *f = arg;
+    f->handler_runs++;
+    const Runtime__V1__VersionRequest *req = (const void *)sl_grpc_call_request(call);
+    Runtime__V1__VersionResponse resp = RUNTIME__V1__VERSION_RESPONSE__INIT;
+    resp.version = req->version;
+    assert_int_equal(sl_grpc_call_reply(call, &resp.base), SL_OK);
+}
+
+/* Big: an ExecSyncResponse whose stdout is BIG_RESPONSE bytes. */
+static void h_big(sl_grpc_call *call, void *arg)
+{
+    (void)arg;
+    Runtime__V1__ExecSyncResponse resp = RUNTIME__V1__EXEC_SYNC_RESPONSE__INIT;
+    uint8_t *out = malloc(BIG_RESPONSE);
+    assert_non_null(out);
+    for (size_t i = 0; i < BIG_RESPONSE; i++)
+        out[i] = (uint8_t)(i % 251);
+    resp.stdout.data = out;
+    resp.stdout.len = BIG_RESPONSE;
+    resp.exit_code = 7;
+    sl_grpc_call_reply(call, &resp.base);
+    free(out);
+}
+
+static void on_cancel(sl_grpc_call *call, void *arg)
+{
+    (void)call;
+    ((fixture *)arg)->cancels++;
+}
+
+/* Later: keeps the call; the test answers it. */
+static void h_later(sl_grpc_call *call, void *arg)
+{
+    fixture *f = arg;
+    f->handler_runs++;
+    assert_true(f->npending < MAX_PENDING);
+    f->pending[f->npending++] = call;
+    sl_grpc_call_on_cancel(call, on_cancel, f);
+}
+
+static void h_fail(sl_grpc_call *call, void *arg)
+{
+    (void)arg;
+    sl_grpc_call_fail(call, SL_GRPC_NOT_FOUND, "container \"%s\" 100%% gone\n", "c\xc3\xa9");
+}
+
+static const sl_grpc_method test_methods[] = {
+    {"/test.Svc/Echo", &runtime__v1__version_request__descriptor, h_echo},
+    {"/test.Svc/Big", &runtime__v1__version_request__descriptor, h_big},
+    {"/test.Svc/Later", &runtime__v1__version_request__descriptor, h_later},
+    {"/test.Svc/Fail", &runtime__v1__version_request__descriptor, h_fail},
+    {"/test.Svc/Unimpl", &runtime__v1__version_request__descriptor, NULL},
+    {"/test.Svc/NoType", NULL, NULL},
+};
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    sl_grpc_config_init(&f->cfg);
+    f->cfg.methods = test_methods;
+    f->cfg.nmethods = sizeof(test_methods) / sizeof(test_methods[0]);
+    f->cfg.arg = f;
+    f->cfg.max_recv_message = 4096;
+    f->io = (sl_grpc_conn_io){.now = fx_now, .wake = fx_wake, .data = f};
+    f->now = 1000;
+    assert_int_equal(sl_grpc_conn_new(&f->cfg, &f->io, &f->conn), SL_OK);
+    client_new(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    sl_grpc_conn_free(f->conn);
+    /* Calls the handler still held were cancelled; answering frees them. */
+    for (int i = 0; i < f->npending; i++)
+        if (f->pending[i])
+            sl_grpc_call_fail(f->pending[i], SL_GRPC_CANCELLED, "test over");
+    nghttp2_session_del(f->cli);
+    for (int i = 0; i < f->ns; i++)
+        free(f->s[i].data);
+    free(f);
+    return 0;
+}
+
+/* Client output to the server (in f->split pieces); returns bytes moved. */
+static size_t client_to_server(fixture *f)
+{
+    size_t moved = 0;
+    const uint8_t *p;
+    ssize_t n;
+    while ((n = nghttp2_session_mem_send(f->cli, &p)) > 0) {
+        size_t step = f->split ? f->split : (size_t)n;
+        for (size_t off = 0; off < (size_t)n; off += step) {
+            size_t k = (size_t)n - off < step ? (size_t)n - off : step;
+            assert_int_equal(sl_grpc_conn_recv(f->conn, p + off, k), SL_OK);
+        }
+        moved += (size_t)n;
+    }
+    assert_true(n == 0);
+    return moved;
+}
+
+static size_t server_to_client(fixture *f)
+{
+    sl_bufq out;
+    sl_bufq_init(&out);
+    assert_int_equal(sl_grpc_conn_send(f->conn, &out, SIZE_MAX), SL_OK);
+    size_t moved = sl_bufq_len(&out);
+    while (sl_bufq_len(&out)) {
+        struct iovec iov[1];
+        sl_bufq_peek(&out, iov, 1);
+        ssize_t r = nghttp2_session_mem_recv(f->cli, iov[0].iov_base, iov[0].iov_len);
+        assert_int_equal(r, (ssize_t)iov[0].iov_len);
+        sl_bufq_consume(&out, iov[0].iov_len);
+    }
+    sl_bufq_fini(&out);
+    return moved;
+}
+
+static void pump(fixture *f)
+{
+    for (int i = 0; i < 100000; i++)
+        if (client_to_server(f) + server_to_client(f) == 0)
+            return;
+    fail_msg("no quiescence");
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static size_t lpm(uint8_t *out, const ProtobufCMessage *m)
+{
+    size_t n = protobuf_c_message_pack(m, out + SL_GRPC_PREFIX_LEN);
+    sl_grpc_frame_prefix(out, (uint32_t)n);
+    return SL_GRPC_PREFIX_LEN + n;
+}
+
+static size_t version_req(uint8_t *out, const char *v)
+{
+    Runtime__V1__VersionRequest r = RUNTIME__V1__VERSION_REQUEST__INIT;
+    r.version = (char *)v;
+    return lpm(out, &r.base);
+}
+
+typedef struct req_opts {
+    const char *method;       /* default POST */
+    const char *content_type; /* default application/grpc */
+    const char *timeout;      /* grpc-timeout or NULL */
+    size_t chunk;             /* DATA frame size, 0 = as large as allowed */
+    bool open;                /* do not end the stream */
+} req_opts;
+
+static cstream *submit(fixture *f, const char *path, const uint8_t *body, size_t len,
+                       const req_opts *o)
+{
+    static const req_opts none;
+    if (!o)
+        o = &none;
+    const char *method = o->method ? o->method : "POST";
+    const char *ct = o->content_type ? o->content_type : "application/grpc";
+#define HDR(n, v) {(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE}
+    nghttp2_nv nva[] = {
+        HDR(":method", method),
+        HDR(":scheme", "http"),
+        HDR(":path", path),
+        HDR(":authority", "localhost"),
+        HDR("content-type", ct),
+        HDR("te", "trailers"),
+        HDR("grpc-timeout", o->timeout ? o->timeout : ""),
+    };
+    assert_true(f->ns < MAX_STREAMS);
+    cstream *s = &f->s[f->ns++];
+    memset(s, 0, sizeof(*s));
+    s->grpc_status = -1;
+    s->body = body;
+    s->len = len;
+    s->chunk = o->chunk;
+    s->end = !o->open;
+    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = c_read};
+    s->id = nghttp2_submit_request(f->cli, NULL, nva, o->timeout ? 7 : 6, &prd, NULL);
+    assert_true(s->id > 0);
+    return s;
+}
+
+static void expect_status(const cstream *s, int code, const char *msg_part)
+{
+    assert_true(s->closed);
+    assert_int_equal(s->grpc_status, code);
+    if (msg_part && !strstr(s->grpc_message, msg_part))
+        fail_msg("grpc-message \"%s\" lacks \"%s\"", s->grpc_message, msg_part);
+}
+
+/* Decodes the single response message of s as type d. */
+static ProtobufCMessage *response(const cstream *s, const ProtobufCMessageDescriptor *d)
+{
+    assert_true(s->dlen >= SL_GRPC_PREFIX_LEN);
+    assert_int_equal(s->data[0], 0);
+    uint32_t n = (uint32_t)s->data[1] << 24 | (uint32_t)s->data[2] << 16 |
+                 (uint32_t)s->data[3] << 8 | s->data[4];
+    assert_int_equal(s->dlen, SL_GRPC_PREFIX_LEN + n);
+    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, n, s->data + SL_GRPC_PREFIX_LEN);
+    assert_non_null(m);
+    return m;
+}
+
+static void expect_echo(const cstream *s, const char *v)
+{
+    expect_status(s, SL_GRPC_OK, NULL);
+    assert_int_equal(s->http, 200);
+    assert_int_equal(s->header_blocks, 2); /* headers, trailers */
+    Runtime__V1__VersionResponse *r =
+        (void *)response(s, &runtime__v1__version_response__descriptor);
+    assert_string_equal(r->version, v);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_settings_and_ping(void **state)
+{
+    fixture *f = *state;
+    uint8_t opaque[8] = "pingpong";
+    nghttp2_submit_ping(f->cli, NGHTTP2_FLAG_NONE, opaque);
+    pump(f);
+    assert_int_equal(f->server_max_streams, SL_GRPC_DEFAULT_MAX_STREAMS);
+    assert_int_equal(f->ping_acks, 1);
+    assert_true(sl_grpc_conn_want_read(f->conn));
+}
+
+static void test_unary_echo(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[64];
+    size_t n = version_req(body, "v1alpha9");
+    cstream *s = submit(f, "/test.Svc/Echo", body, n, NULL);
+    pump(f);
+    expect_echo(s, "v1alpha9");
+    assert_int_equal(f->wakes, 0); /* answered inside recv: no wake needed */
+    assert_int_equal(sl_grpc_conn_calls(f->conn), 0);
+}
+
+/* The request body split into DATA frames of every size, and the bytes
+ * split into every recv size: the same answer each time. */
+static void test_body_split_everywhere(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[64];
+    size_t n = version_req(body, "split-me");
+    for (size_t chunk = 1; chunk <= n; chunk++) {
+        req_opts o = {.chunk = chunk};
+        cstream *s = submit(f, "/test.Svc/Echo", body, n, &o);
+        pump(f);
+        expect_echo(s, "split-me");
+    }
+    f->split = 1;
+    cstream *s = submit(f, "/test.Svc/Echo", body, n, NULL);
+    pump(f);
+    expect_echo(s, "split-me");
+    f->split = 7;
+    s = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.chunk = 3});
+    pump(f);
+    expect_echo(s, "split-me");
+}
+
+static void test_empty_request_message(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[8];
+    size_t n = version_req(body, ""); /* 0 bytes of protobuf */
+    assert_int_equal(n, SL_GRPC_PREFIX_LEN);
+    cstream *s = submit(f, "/test.Svc/Echo", body, n, NULL);
+    pump(f);
+    expect_echo(s, "");
+}
+
+static void test_large_response_beyond_window(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/test.Svc/Big", body, n, NULL);
+    /* One round without returning window credit: at most the initial
+     * window (65535) of DATA may arrive. */
+    client_to_server(f);
+    server_to_client(f);
+    assert_true(s->dlen <= NGHTTP2_INITIAL_WINDOW_SIZE);
+    assert_true(s->dlen > 0);
+    pump(f);
+    expect_status(s, SL_GRPC_OK, NULL);
+    Runtime__V1__ExecSyncResponse *r =
+        (void *)response(s, &runtime__v1__exec_sync_response__descriptor);
+    assert_int_equal(r->stdout.len, BIG_RESPONSE);
+    for (size_t i = 0; i < BIG_RESPONSE; i += 4093)
+        assert_int_equal(r->stdout.data[i], (uint8_t)(i % 251));
+    assert_int_equal(r->exit_code, 7);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+/* Many calls at once, answered out of order (some later, async). */
+static void test_concurrent_calls(void **state)
+{
+    fixture *f = *state;
+    enum { N = 60 };
+    static uint8_t bodies[N][32];
+    cstream *s[N];
+    char v[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "call-%d", i);
+        size_t n = version_req(bodies[i], v);
+        s[i] = submit(f, i % 3 ? "/test.Svc/Echo" : "/test.Svc/Later", bodies[i], n,
+                      &(req_opts){.chunk = (size_t)(i % 5) + 1});
+    }
+    pump(f);
+    assert_int_equal(f->npending, N / 3);
+    /* The async ones, newest first. */
+    for (int i = f->npending - 1; i >= 0; i--) {
+        const Runtime__V1__VersionRequest *req = (const void *)sl_grpc_call_request(f->pending[i]);
+        Runtime__V1__VersionResponse resp = RUNTIME__V1__VERSION_RESPONSE__INIT;
+        resp.version = req->version;
+        sl_grpc_call_reply(f->pending[i], &resp.base);
+        f->pending[i] = NULL;
+    }
+    assert_int_equal(f->wakes, N / 3);
+    pump(f);
+    for (int i = 0; i < N; i++) {
+        snprintf(v, sizeof(v), "call-%d", i);
+        expect_echo(s[i], v);
+    }
+    assert_int_equal(f->cancels, 0);
+    assert_int_equal(sl_grpc_conn_calls(f->conn), 0);
+}
+
+/* Two connections share a config and interleave. */
+static void test_two_connections(void **state)
+{
+    fixture *f = *state;
+    fixture *g;
+    setup((void **)&g);
+    uint8_t b1[32], b2[32];
+    size_t n1 = version_req(b1, "one"), n2 = version_req(b2, "two");
+    cstream *s1 = submit(f, "/test.Svc/Later", b1, n1, NULL);
+    cstream *s2 = submit(g, "/test.Svc/Echo", b2, n2, NULL);
+    pump(f);
+    pump(g);
+    expect_echo(s2, "two");
+    assert_false(s1->closed);
+    Runtime__V1__VersionResponse resp = RUNTIME__V1__VERSION_RESPONSE__INIT;
+    resp.version = "one";
+    sl_grpc_call_reply(f->pending[0], &resp.base);
+    f->pending[0] = NULL;
+    pump(f);
+    expect_echo(s1, "one");
+    teardown((void **)&g);
+}
+
+static void test_unknown_method(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/runtime.v1.RuntimeService/Nope", body, n, NULL);
+    pump(f);
+    expect_status(s, SL_GRPC_UNIMPLEMENTED, "unknown method /runtime.v1.RuntimeService/Nope");
+    assert_true(s->trailers_only);
+    assert_int_equal(s->http, 200);
+    assert_int_equal(s->dlen, 0);
+}
+
+static void test_known_unimplemented(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *a = submit(f, "/test.Svc/Unimpl", body, n, NULL);
+    cstream *b = submit(f, "/test.Svc/NoType", body, n, NULL);
+    pump(f);
+    expect_status(a, SL_GRPC_UNIMPLEMENTED, "not implemented");
+    expect_status(b, SL_GRPC_UNIMPLEMENTED, "not implemented");
+    assert_true(a->trailers_only);
+    assert_int_equal(f->handler_runs, 0);
+}
+
+static void test_fail_message_encoding(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/test.Svc/Fail", body, n, NULL);
+    pump(f);
+    expect_status(s, SL_GRPC_NOT_FOUND, NULL);
+    /* Decoded by the client from its percent-encoded form. */
+    assert_string_equal(s->grpc_message, "container \"c\xc3\xa9\" 100% gone\n");
+    assert_true(s->trailers_only);
+}
+
+static void test_truncated_protobuf(void **state)
+{
+    fixture *f = *state;
+    /* Field 1, length 10, only 3 bytes follow. */
+    uint8_t body[] = {0, 0, 0, 0, 5, 0x0a, 10, 'a', 'b', 'c'};
+    cstream *s = submit(f, "/test.Svc/Echo", body, sizeof(body), NULL);
+    /* A wire type 7 tag is invalid too. */
+    uint8_t bad[] = {0, 0, 0, 0, 2, 0x0f, 0x01};
+    cstream *t = submit(f, "/test.Svc/Echo", bad, sizeof(bad), NULL);
+    pump(f);
+    expect_status(s, SL_GRPC_INVALID_ARGUMENT, "runtime.v1.VersionRequest");
+    expect_status(t, SL_GRPC_INVALID_ARGUMENT, NULL);
+    assert_int_equal(f->handler_runs, 0);
+}
+
+static void test_compressed_and_bad_flag(void **state)
+{
+    fixture *f = *state;
+    uint8_t comp[] = {1, 0, 0, 0, 1, 0};
+    uint8_t flag[] = {9, 0, 0, 0, 1, 0};
+    cstream *a = submit(f, "/test.Svc/Echo", comp, sizeof(comp), NULL);
+    cstream *b = submit(f, "/test.Svc/Echo", flag, sizeof(flag), NULL);
+    pump(f);
+    expect_status(a, SL_GRPC_UNIMPLEMENTED, "compression not supported");
+    expect_status(b, SL_GRPC_INTERNAL, "compressed flag 9");
+}
+
+/* Over the receive limit: answered on the prefix alone; the client, still
+ * sending, is told to stop with RST_STREAM(NO_ERROR). */
+static void test_too_large_message(void **state)
+{
+    fixture *f = *state;
+    uint8_t prefix[5];
+    sl_grpc_frame_prefix(prefix, 4097);
+    cstream *s = submit(f, "/test.Svc/Echo", prefix, 5, &(req_opts){.open = true});
+    pump(f);
+    expect_status(s, SL_GRPC_RESOURCE_EXHAUSTED, "larger than max (4097 vs. 4096)");
+    assert_true(s->got_rst);
+    assert_int_equal(s->rst_code, NGHTTP2_NO_ERROR);
+}
+
+static void test_message_count_errors(void **state)
+{
+    fixture *f = *state;
+    uint8_t two[64];
+    size_t n = version_req(two, "a");
+    n += version_req(two + n, "b");
+    uint8_t partial[] = {0, 0, 0, 0, 9, 0x0a, 1};
+    cstream *a = submit(f, "/test.Svc/Echo", two, n, NULL);
+    cstream *b = submit(f, "/test.Svc/Echo", NULL, 0, NULL);
+    cstream *c = submit(f, "/test.Svc/Echo", partial, sizeof(partial), NULL);
+    cstream *d = submit(f, "/test.Svc/Echo", partial, 3, NULL);
+    pump(f);
+    expect_status(a, SL_GRPC_INTERNAL, "more than one request message");
+    expect_status(b, SL_GRPC_INTERNAL, "no request message");
+    expect_status(c, SL_GRPC_INTERNAL, "(7 of 14 bytes)");
+    expect_status(d, SL_GRPC_INTERNAL, "(3 of 5 bytes)");
+    assert_int_equal(f->handler_runs, 0);
+}
+
+static void test_bad_headers(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *ct = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "text/plain"});
+    cstream *ct2 =
+        submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "application/grpcx"});
+    cstream *proto =
+        submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "application/grpc+proto"});
+    cstream *get = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.method = "PUT"});
+    cstream *to = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.timeout = "123456789S"});
+    pump(f);
+    assert_int_equal(ct->http, 415);
+    expect_status(ct, SL_GRPC_INVALID_ARGUMENT, "content-type \"text/plain\"");
+    assert_int_equal(ct2->http, 415);
+    expect_echo(proto, "");
+    assert_int_equal(get->http, 405);
+    expect_status(to, SL_GRPC_INTERNAL, "malformed grpc-timeout");
+}
+
+static void test_deadline(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "slow");
+    cstream *s = submit(f, "/test.Svc/Later", body, n, &(req_opts){.timeout = "100m"});
+    pump(f);
+    assert_int_equal(f->npending, 1);
+    assert_int_equal(sl_grpc_call_deadline(f->pending[0]), 1100);
+    assert_int_equal(sl_grpc_conn_next_deadline(f->conn), 1100);
+    f->now = 1099;
+    sl_grpc_conn_expire(f->conn, f->now);
+    pump(f);
+    assert_false(s->closed);
+    f->now = 1100;
+    sl_grpc_conn_expire(f->conn, f->now);
+    pump(f);
+    expect_status(s, SL_GRPC_DEADLINE_EXCEEDED, "deadline exceeded");
+    assert_int_equal(f->cancels, 1);
+    assert_true(sl_grpc_call_cancelled(f->pending[0]));
+    assert_int_equal(sl_grpc_conn_next_deadline(f->conn), UINT64_MAX);
+    /* The handler's late answer is dropped and frees the call. */
+    Runtime__V1__VersionResponse resp = RUNTIME__V1__VERSION_RESPONSE__INIT;
+    sl_grpc_call_reply(f->pending[0], &resp.base);
+    f->pending[0] = NULL;
+    pump(f);
+    assert_int_equal(s->header_blocks, 1);
+}
+
+/* A deadline that passes while the body is still arriving. */
+static void test_deadline_during_body(void **state)
+{
+    fixture *f = *state;
+    uint8_t prefix[5];
+    sl_grpc_frame_prefix(prefix, 100);
+    cstream *s = submit(f, "/test.Svc/Echo", prefix, 5, &(req_opts){.timeout = "2S", .open = true});
+    pump(f);
+    f->now += 2000;
+    sl_grpc_conn_expire(f->conn, f->now);
+    pump(f);
+    expect_status(s, SL_GRPC_DEADLINE_EXCEEDED, NULL);
+    assert_true(s->got_rst);
+    assert_int_equal(f->handler_runs, 0);
+}
+
+static void test_zero_timeout(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.timeout = "0n"});
+    pump(f);
+    expect_status(s, SL_GRPC_DEADLINE_EXCEEDED, NULL);
+    assert_int_equal(f->handler_runs, 0);
+}
+
+static void test_client_cancel(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/test.Svc/Later", body, n, NULL);
+    pump(f);
+    assert_int_equal(f->npending, 1);
+    nghttp2_submit_rst_stream(f->cli, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+    pump(f);
+    assert_int_equal(f->cancels, 1);
+    assert_true(sl_grpc_call_cancelled(f->pending[0]));
+    assert_int_equal(sl_grpc_conn_calls(f->conn), 0);
+    sl_grpc_call_fail(f->pending[0], SL_GRPC_CANCELLED, "gone");
+    f->pending[0] = NULL;
+    pump(f);
+    assert_int_equal(f->wakes, 0); /* nothing to send for a detached call */
+}
+
+/* The connection goes away while a handler holds a call. */
+static void test_conn_free_cancels(void **state)
+{
+    fixture *f = *state;
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    submit(f, "/test.Svc/Later", body, n, NULL);
+    submit(f, "/test.Svc/Later", body, n, NULL);
+    pump(f);
+    sl_grpc_conn_free(f->conn);
+    f->conn = NULL;
+    assert_int_equal(f->cancels, 2);
+    Runtime__V1__VersionResponse resp = RUNTIME__V1__VERSION_RESPONSE__INIT;
+    sl_grpc_call_reply(f->pending[0], &resp.base);
+    sl_grpc_call_fail(f->pending[1], SL_GRPC_INTERNAL, "late");
+    f->npending = 0;
+}
+
+static void test_bad_preface(void **state)
+{
+    fixture *f = *state;
+    static const char http1[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(sl_grpc_conn_recv(f->conn, (const uint8_t *)http1, sizeof(http1) - 1),
+                     SL_ERR_PROTO);
+}
+
+static void test_shutdown_goaway(void **state)
+{
+    fixture *f = *state;
+    pump(f);
+    sl_grpc_conn_shutdown(f->conn);
+    server_to_client(f);
+    assert_false(sl_grpc_conn_want_read(f->conn));
+    assert_false(sl_grpc_conn_want_write(f->conn));
+}
+
+/* ---- the CRI table ------------------------------------------------------ */
+
+static void cri_fixture(fixture *f, sl_cri *cri, sl_config *cfg, const char *cni_dir)
+{
+    sl_config_init(cfg);
+    cfg->cni_conf_dir = cni_dir;
+    sl_cri_init(cri, NULL, cfg, NULL);
+    f->cfg.methods = sl_cri_methods(&f->cfg.nmethods);
+    f->cfg.arg = cri;
+}
+
+static void test_cri_version(void **state)
+{
+    fixture *f = *state;
+    sl_cri cri;
+    sl_config cfg;
+    cri_fixture(f, &cri, &cfg, "/nonexistent");
+    uint8_t body[16];
+    size_t n = version_req(body, "");
+    cstream *s = submit(f, "/runtime.v1.RuntimeService/Version", body, n, NULL);
+    cstream *u = submit(f, "/runtime.v1.RuntimeService/CheckpointContainer", body, n, NULL);
+    pump(f);
+    expect_status(s, SL_GRPC_OK, NULL);
+    Runtime__V1__VersionResponse *r =
+        (void *)response(s, &runtime__v1__version_response__descriptor);
+    assert_string_equal(r->version, "0.1.0");
+    assert_string_equal(r->runtime_name, "sluice");
+    assert_true(r->runtime_version[0] != '\0');
+    assert_string_equal(r->runtime_api_version, "v1");
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    expect_status(u, SL_GRPC_UNIMPLEMENTED, NULL);
+    sl_config_fini(&cfg);
+}
+
+static Runtime__V1__RuntimeCondition *condition(Runtime__V1__StatusResponse *r, const char *type)
+{
+    for (size_t i = 0; i < r->status->n_conditions; i++)
+        if (strcmp(r->status->conditions[i]->type, type) == 0)
+            return r->status->conditions[i];
+    fail_msg("no condition %s", type);
+    return NULL;
+}
+
+static void test_cri_status(void **state)
+{
+    fixture *f = *state;
+    char dir[] = "/tmp/sluice-test-cni-XXXXXX", file[64];
+    assert_non_null(mkdtemp(dir));
+    sl_cri cri;
+    sl_config cfg;
+    cri_fixture(f, &cri, &cfg, dir);
+    uint8_t body[8] = {0, 0, 0, 0, 0};
+    cstream *before = submit(f, "/runtime.v1.RuntimeService/Status", body, 5, NULL);
+    pump(f);
+    snprintf(file, sizeof(file), "%s/10-net.conflist", dir);
+    FILE *fp = fopen(file, "w");
+    fputs("{}", fp);
+    fclose(fp);
+    cstream *after = submit(f, "/runtime.v1.RuntimeService/Status", body, 5, NULL);
+    pump(f);
+    unlink(file);
+    rmdir(dir);
+
+    expect_status(before, SL_GRPC_OK, NULL);
+    Runtime__V1__StatusResponse *r =
+        (void *)response(before, &runtime__v1__status_response__descriptor);
+    assert_true(condition(r, "RuntimeReady")->status);
+    Runtime__V1__RuntimeCondition *net = condition(r, "NetworkReady");
+    assert_false(net->status);
+    assert_string_equal(net->reason, "NetworkPluginNotReady");
+    assert_non_null(strstr(net->message, dir));
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+
+    expect_status(after, SL_GRPC_OK, NULL);
+    r = (void *)response(after, &runtime__v1__status_response__descriptor);
+    assert_true(condition(r, "NetworkReady")->status);
+    protobuf_c_message_free_unpacked(&r->base, NULL);
+    sl_config_fini(&cfg);
+}
+
+/* Every entry of the CRI table has a unique, well-formed path. */
+static void test_cri_table(void **state)
+{
+    (void)state;
+    size_t n;
+    const sl_grpc_method *m = sl_cri_methods(&n);
+    assert_true(n >= 34);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(strncmp(m[i].path, "/runtime.v1.RuntimeService/", 27) == 0 ||
+                    strncmp(m[i].path, "/runtime.v1.ImageService/", 25) == 0);
+        assert_ptr_equal(sl_grpc_method_find(m, n, m[i].path), &m[i]);
+        if (m[i].handler)
+            assert_non_null(m[i].request);
+    }
+    assert_null(sl_grpc_method_find(m, n, "/runtime.v1.RuntimeService/"));
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(test_settings_and_ping),
+        T(test_unary_echo),
+        T(test_body_split_everywhere),
+        T(test_empty_request_message),
+        T(test_large_response_beyond_window),
+        T(test_concurrent_calls),
+        T(test_two_connections),
+        T(test_unknown_method),
+        T(test_known_unimplemented),
+        T(test_fail_message_encoding),
+        T(test_truncated_protobuf),
+        T(test_compressed_and_bad_flag),
+        T(test_too_large_message),
+        T(test_message_count_errors),
+        T(test_bad_headers),
+        T(test_deadline),
+        T(test_deadline_during_body),
+        T(test_zero_timeout),
+        T(test_client_cancel),
+        T(test_conn_free_cancels),
+        T(test_bad_preface),
+        T(test_shutdown_goaway),
+        T(test_cri_version),
+        T(test_cri_status),
+        cmocka_unit_test(test_cri_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
