@@ -3,7 +3,7 @@
 // so a cluster server of "http://HOST:P/exec/TOKEN?x=" puts the whole kube
 // path in the query string, which the streaming server ignores.
 import { Writable } from 'node:stream';
-import { Exec, KubeConfig } from '@kubernetes/client-node';
+import { Attach, Exec, KubeConfig } from '@kubernetes/client-node';
 // Not re-exported by the package index; its constructor takes a socket
 // factory "for test injection", which lets us see the close code even when
 // the close comes before exec() resolves.
@@ -47,11 +47,11 @@ export class Collector extends Writable {
   }
 }
 
-// Runs Exec.exec against the URL. Resolves once the socket has closed:
-// {status (from statusCallback, or null), closeCode, ws}. `onOpen(ws)` runs
-// right after the connection opens.
+// Runs Exec.exec (or Attach.attach with attach: true) against the URL.
+// Resolves once the socket has closed: {status (from statusCallback, or
+// null), closeCode, ws}. `onOpen(ws)` runs right after the connection opens.
 export async function kubeExec(wsUrl, { stdout = null, stderr = null, stdin = null, tty = false,
-  command = ['ignored-by-sluice'], onOpen } = {}) {
+  command = ['ignored-by-sluice'], onOpen, attach = false } = {}) {
   const kc = kubeConfigFor(wsUrl);
   let sock = null;
   let dialed = null;
@@ -66,15 +66,22 @@ export async function kubeExec(wsUrl, { stdout = null, stderr = null, stdin = nu
     trackSocket(sock);
     return sock;
   };
-  const exec = new Exec(kc, new WebSocketHandler(kc, factory));
+  const handler = new WebSocketHandler(kc, factory);
   let status = null;
   const statuses = [];
-  const ws = await exec.exec('default', 'pod', 'ctr', command, stdout, stderr, stdin, tty, (s) => {
-    statuses.push(s);
-    status = s;
-  });
+  let ws;
+  if (attach) {
+    // Attach has no status callback: client-node drops the Status.
+    ws = await new Attach(kc, handler).attach('default', 'pod', 'ctr', stdout, stderr, stdin, tty);
+  } else {
+    ws = await new Exec(kc, handler).exec('default', 'pod', 'ctr', command, stdout, stderr, stdin,
+      tty, (s) => {
+        statuses.push(s);
+        status = s;
+      });
+  }
   if (ws !== sock) throw new Error('client-node did not use the injected socket');
-  if (onOpen) await onOpen(ws, exec);
+  if (onOpen) await onOpen(ws);
   let timer;
   const closeCode = await Promise.race([
     closed,
