@@ -12,8 +12,9 @@ import { serverFixture, stopTest } from './lib/fixture.mjs';
 import { EXIT, goClientSkip, runGoClient } from './lib/goclient.mjs';
 import { SUCCESS_JSON } from './lib/session.mjs';
 import {
-  FLAG_FIN, GOAWAY, RST, RawSpdy, TYPE, controlFrame, dataFrame, describeFrame, destroyAllPeers,
-  encodeNV, goawayFrame, pingFrame, rstFrame, settingsFrame, synStreamFrame, windowUpdateFrame,
+  Deflater, FLAG_FIN, GOAWAY, Inflater, RST, RawSpdy, TYPE, controlFrame, dataFrame, decodeNV,
+  describeFrame, destroyAllPeers, encodeNV, goawayFrame, parseFrame, pingFrame, rstFrame,
+  settingsFrame, synStreamFrame, windowUpdateFrame,
 } from './lib/spdy.mjs';
 
 const V4 = 'v4.channel.k8s.io';
@@ -155,6 +156,37 @@ test('creation timeouts: three clients that never finish their streams (checked 
     c.destroy();
     return { text, rst: c.stream(errId).rst, open, frames: c.log.map(describeFrame) };
   });
+});
+
+// ---- the raw helpers themselves, against the golden vectors (§4.4) ----
+
+test('raw helpers: golden SPDY/3 vectors decode, and our first block matches spdystream\'s', async () => {
+  const hex = (h) => Buffer.from(h.replace(/ /g, ''), 'hex');
+  const cli = new Inflater();
+  const srv = new Inflater();
+  try {
+    const syn1 = parseFrame(hex('80030001000000290000000100000000000078f9e3c6a7c262606060 04a7b392a2d4c45c6851c29a0a0a6800000000ffff'));
+    const syn3 = parseFrame(hex('8003000100000019000000030000000000 00c22ac5565c92925f5a02000000ffff'));
+    assert.deepEqual([syn1.typeName, syn1.streamId, syn3.streamId], ['SYN_STREAM', 1, 3]);
+    assert.deepEqual(decodeNV(await cli.inflate(syn1.block)), [['streamtype', 'error']]);
+    assert.deepEqual(decodeNV(await cli.inflate(syn3.block)), [['streamtype', 'stdout']]);
+    const rep1 = parseFrame(hex('8003000200000014000000 0178f9e3c6a7c26260606000000000ffff'));
+    const rep3 = parseFrame(hex('800300020000000c00000003026100000000ffff'));
+    assert.deepEqual(decodeNV(await srv.inflate(rep1.block)), []);
+    assert.deepEqual(decodeNV(await srv.inflate(rep3.block)), []);
+    const d = new Deflater();
+    const first = synStreamFrame(1, await d.compress(encodeNV([['streamtype', 'error']])));
+    d.close();
+    assert.deepEqual(first, syn1.raw);
+    assert.deepEqual(rstFrame(5, RST.CANCEL), hex('80030003000000080000000500000005'));
+    assert.deepEqual(pingFrame(1), hex('800300060000000400000001'));
+    assert.deepEqual(goawayFrame(7, GOAWAY.OK), hex('8003000700000008000000070000 0000'));
+    assert.deepEqual(dataFrame(3, Buffer.from('hi\n')), hex('0000000300000003 68690a'));
+    assert.deepEqual(dataFrame(3, Buffer.alloc(0), FLAG_FIN), hex('0000000301000000'));
+  } finally {
+    cli.close();
+    srv.close();
+  }
 });
 
 // ---- malformed control frames: session errors ----
@@ -427,7 +459,7 @@ describe('port-forward: header validation', () => {
 
 describe('creation timeouts (started first, 30 s default)', () => {
   test('exec with only the error stream: InternalError status, FIN, GOAWAY(1, OK), close', async () => {
-    const r = await timeouts['exec-error-only'];
+    const r = (await timeouts['exec-error-only']) ?? { ok: false, e: new Error('never started') };
     assert.ok(r.ok, r.e?.stack);
     assert.ok(r.ms >= CREATION_TIMEOUT_MS - 3000, `after ${r.ms} ms`);
     const [status, fin, goaway, ...rest] = r.v;
@@ -439,14 +471,14 @@ describe('creation timeouts (started first, 30 s default)', () => {
   });
 
   test('exec with no stream at all: GOAWAY(0, OK), close', async () => {
-    const r = await timeouts['exec-nothing'];
+    const r = (await timeouts['exec-nothing']) ?? { ok: false, e: new Error('never started') };
     assert.ok(r.ok, r.e?.stack);
     assert.ok(r.ms >= CREATION_TIMEOUT_MS - 3000, `after ${r.ms} ms`);
     assert.deepEqual(r.v, ['GOAWAY v3 flags=0 len=8 lastGoodId=0 status=0']);
   });
 
   test('port-forward pair without its data stream: timeout text on the error stream, session stays', async () => {
-    const r = await timeouts['pf-error-only'];
+    const r = (await timeouts['pf-error-only']) ?? { ok: false, e: new Error('never started') };
     assert.ok(r.ok, r.e?.stack);
     assert.ok(r.ms >= CREATION_TIMEOUT_MS - 3000, `after ${r.ms} ms`);
     assert.match(r.v.text, /^\(conn=0x[0-9a-f]+, request=0\) timed out waiting for streams$/, JSON.stringify(r.v));
