@@ -19,7 +19,7 @@ typedef struct spdy_rc {
     sl_spdy_pipe pipe;
     sl_rc *rc;
     int version;
-    bool tty, in, out, err;
+    bool tty, in, out, err, attach;
     uint32_t sid[NCH]; /* stream id per channel, 0 = none */
     bool fin_sent[NCH];
     int expected, have;
@@ -250,7 +250,7 @@ static void creation_timeout_cb(uv_timer_t *t)
     if (x->sid[SL_CH_ERROR]) {
         char *st;
         size_t len;
-        if (sl_rc_status_format(x->version >= 4, 0, SL_RC_INTERNAL, 0,
+        if (sl_rc_status_format(x->version >= 4, x->attach, SL_RC_INTERNAL, 0,
                                 "timed out waiting for client to create streams", &st, &len) == 0) {
             sl_spdy_stream_send(x->pipe.s, x->sid[SL_CH_ERROR], (const uint8_t *)st, len, true);
             x->fin_sent[SL_CH_ERROR] = true;
@@ -325,6 +325,7 @@ void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char
     x->c = c;
     x->version = version_of(proto);
     bool exec = req->kind == SL_TOKEN_EXEC;
+    x->attach = !exec;
     x->tty = exec ? req->u.exec.tty : req->u.attach.tty;
     x->in = exec ? req->u.exec.in : req->u.attach.in;
     x->out = exec ? req->u.exec.out : req->u.attach.out;

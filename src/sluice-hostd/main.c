@@ -39,6 +39,7 @@ static void usage(FILE *f)
             "  --max-pending-tokens N    un-consumed tokens at most (default %u)\n"
             "  --idle-timeout-ms N       session idle timeout (default %llu)\n"
             "  --head-timeout-ms N       request head timeout (default %u)\n"
+            "  --creation-timeout-ms N   SPDY stream creation timeout (default %u)\n"
             "  --max-request-line N      bytes (default %u)\n"
             "  --max-headers N           header fields (default %u)\n"
             "  --max-head-size N         bytes (default %u)\n"
@@ -48,8 +49,9 @@ static void usage(FILE *f)
             "  --tty-container ID=CMD    the same with a terminal\n",
             SL_DEFAULT_ADDRESS, SL_DEFAULT_PORT, DEFAULT_ADMIN_PORT, SL_DEFAULT_TOKEN_TTL_MS,
             SL_DEFAULT_MAX_PENDING_TOKENS, (unsigned long long)SL_DEFAULT_IDLE_TIMEOUT_MS,
-            SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE, SL_DEFAULT_MAX_HEADERS,
-            SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE, SL_DEFAULT_MAX_SESSIONS);
+            SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_CREATION_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE,
+            SL_DEFAULT_MAX_HEADERS, SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE,
+            SL_DEFAULT_MAX_SESSIONS);
 }
 
 static int number(const char *s, unsigned long long max, unsigned long long *out)
@@ -108,6 +110,7 @@ static const struct option long_opts[] = {
     {"max-pending-tokens", 1, 0, O_MAXTOK},
     {"idle-timeout-ms", 1, 0, O_IDLE},
     {"head-timeout-ms", 1, 0, O_HEADTO},
+    {"creation-timeout-ms", 1, 0, O_CREATETO},
     {"max-request-line", 1, 0, O_MAXLINE},
     {"max-headers", 1, 0, O_MAXHDR},
     {"max-head-size", 1, 0, O_MAXHEAD},
