@@ -90,6 +90,7 @@ enum {
     O_MAXTOK,
     O_IDLE,
     O_HEADTO,
+    O_CREATETO,
     O_MAXLINE,
     O_MAXHDR,
     O_MAXHEAD,
