@@ -20,8 +20,9 @@
 /* A layer unpacked by this import, still in tmp/. */
 typedef struct new_layer {
     char diff_id[SL_DIGEST_STR_LEN];
-    char *tmp;  /* its directory under tmp/ */
-    int placed; /* renamed into layers/ */
+    char *tmp;       /* its directory under tmp/ */
+    int placed;      /* renamed into layers/ */
+    uint64_t stream; /* uncompressed tar bytes */
     sl_layer_rec rec;
 } new_layer;
 
@@ -131,6 +132,7 @@ static int unpack_one(import_ctx *c, const sl_pending_layer *pl, uint64_t budget
         return sl_error_set(c->e, EINVAL, "diff_id mismatch: the config says %s, the content is %s",
                             pl->diff_id, st.diff_id);
     snprintf(nl->diff_id, sizeof(nl->diff_id), "%s", pl->diff_id);
+    nl->stream = st.stream_bytes;
     nl->rec = (sl_layer_rec){.size = st.file_bytes};
     snprintf(nl->rec.diff_id, sizeof(nl->rec.diff_id), "%s", pl->diff_id);
     layer_usage(nl->tmp, &nl->rec);
@@ -144,8 +146,8 @@ static int unpack_image(import_ctx *c, const sl_pending *p)
         const sl_pending_layer *pl = &p->layers[i];
         const sl_layer_rec *have = sl_index_layer(c->s, pl->diff_id);
         const new_layer *fresh = find_new(c, pl->diff_id);
-        if (have || fresh) {
-            used += have ? have->size : fresh->rec.size;
+        if (have || fresh) { /* unpacked before: its recorded or streamed bytes count */
+            used += have ? have->size : fresh->stream;
             continue;
         }
         if (used >= max)
@@ -156,7 +158,7 @@ static int unpack_image(import_ctx *c, const sl_pending *p)
         if (unpack_one(c, pl, max - used, nl) < 0)
             return sl_error_wrap(c->e, "image %s: layer %zu/%zu (%s)", p->id, i + 1, p->nlayers,
                                  pl->diff_id);
-        used += nl->rec.size;
+        used += nl->stream;
     }
     return 0;
 }

@@ -260,8 +260,10 @@ static sl_image_rec *find_id(const sl_image_store *s, const char *ref)
     char id[SL_DIGEST_STR_LEN + 8];
     if (sl_hex_valid(ref, 64, 1))
         snprintf(id, sizeof(id), "sha256:%s", ref);
+    else if (sl_digest_valid(ref))
+        snprintf(id, sizeof(id), "%s", ref);
     else
-        snprintf(id, sizeof(id), "%.70s", ref);
+        return NULL;
     return sl_index_image(s, id);
 }
 
