@@ -165,6 +165,8 @@ static int parse_opt(hostd *d, int o, const char *arg)
         return set_u32(&d->cfg.max_pending_tokens, arg);
     case O_HEADTO:
         return set_u32(&d->cfg.head_timeout_ms, arg);
+    case O_CREATETO:
+        return set_u32(&d->cfg.creation_timeout_ms, arg);
     case O_MAXLINE:
         return set_u32(&d->cfg.max_request_line, arg);
     case O_MAXHDR:
