@@ -62,9 +62,10 @@
  *   - DATA or HEADERS on an unknown or closed stream: RST_STREAM
  *     (INVALID_STREAM), once per id; DATA after the peer's FIN:
  *     RST_STREAM(STREAM_ALREADY_CLOSED); DATA beyond our 64 KiB window from
- *     a flow-control peer: RST_STREAM(FLOW_CONTROL_ERROR). DATA still in
- *     flight on a stream we reset is dropped silently (last
- *     SL_SPDY_RESET_MEMORY ids).
+ *     a flow-control peer: RST_STREAM(FLOW_CONTROL_ERROR); HEADERS after
+ *     the peer's FIN: RST_STREAM(STREAM_ALREADY_CLOSED). DATA, HEADERS or
+ *     SYN_REPLY still in flight on a stream we reset are dropped silently
+ *     (the last SL_SPDY_RESET_MEMORY ids we reset are remembered).
  *   - SYN_REPLY for an unknown stream: RST(INVALID_STREAM); for a stream we
  *     did not open: RST(PROTOCOL_ERROR); a second one: RST(STREAM_IN_USE).
  *   - a stream WINDOW_UPDATE overflowing 2^31-1: RST(FLOW_CONTROL_ERROR).
