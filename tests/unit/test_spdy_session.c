@@ -41,6 +41,11 @@ static const uint8_t goaway_7[] = {0x80, 0x03, 0x00, 0x07, 0x00, 0x00, 0x00, 0x0
 
 #define MAXID 64
 
+/* The peer's compression context (client -> server direction). */
+typedef struct tcomp {
+    z_stream z;
+} tcomp;
+
 typedef struct app {
     sl_spdy_session *s;
     sl_bufq out;
@@ -56,6 +61,10 @@ typedef struct app {
     uint8_t dflags;
     uint32_t did;
     size_t dlen;
+    /* test scaffolding: the peer's compressor, a scratch frame queue */
+    tcomp t;
+    bool t_ready;
+    sl_bufq q;
 } app;
 
 static void evf(app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -154,6 +163,7 @@ static app *app_new(sl_spdy_role role, const sl_spdy_limits *lim)
     app *a = calloc(1, sizeof(*a));
     assert_non_null(a);
     sl_bufq_init(&a->out);
+    sl_bufq_init(&a->q);
     for (int i = 0; i < MAXID; i++)
         sl_bufq_init(&a->rx[i]);
     a->s = sl_spdy_session_new(role, &callbacks, a, &a->out, lim);
@@ -168,6 +178,9 @@ static void app_free(app *a)
 {
     sl_spdy_session_free(a->s);
     sl_bufq_fini(&a->out);
+    sl_bufq_fini(&a->q);
+    if (a->t_ready)
+        deflateEnd(&a->t.z);
     for (int i = 0; i < MAXID; i++)
         sl_bufq_fini(&a->rx[i]);
     sl_spdy_reader_fini(&a->rd);
@@ -279,11 +292,6 @@ static const char *wire(app *a)
 }
 
 /* ---- building peer input ------------------------------------------------------ */
-
-/* The peer's compression context (client -> server direction). */
-typedef struct tcomp {
-    z_stream z;
-} tcomp;
 
 static void tc_init(tcomp *t)
 {
@@ -406,11 +414,8 @@ static void syn_stored(app *a, uint32_t id, const char *type)
     uint8_t raw[64], blk[80];
     size_t n = nv_raw(raw, "streamtype", type, NULL);
     size_t bl = stored_block(raw, n, blk);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    assert_int_equal(sl_spdy_write_syn_stream(&q, id, 0, 0, 0, blk, bl), SL_OK);
-    assert_int_equal(feedq(a, &q), SL_OK);
-    sl_bufq_fini(&q);
+    assert_int_equal(sl_spdy_write_syn_stream(&a->q, id, 0, 0, 0, blk, bl), SL_OK);
+    assert_int_equal(feedq(a, &a->q), SL_OK);
 }
 
 static void golden_server_wire(void **state)
@@ -702,15 +707,13 @@ static void bulk_both_ways(void **state)
 /* ---- flow control ----------------------------------------------------------------- */
 
 /* A server with stream 1 open and replied (its SYN_REPLY already read). */
-static app *server_with_stream(tcomp *t, const sl_spdy_limits *lim)
+static app *server_with_stream(const sl_spdy_limits *lim)
 {
     app *a = app_new(SL_SPDY_SERVER, lim);
-    tc_init(t);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, t, 1, "data");
-    assert_int_equal(feedq(a, &q), SL_OK);
-    sl_bufq_fini(&q);
+    tc_init(&a->t);
+    a->t_ready = true;
+    syn_type(&a->q, &a->t, 1, "data");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(wire(a), "SYN_REPLY 1 f0|");
     events(a);
     return a;
@@ -718,12 +721,9 @@ static app *server_with_stream(tcomp *t, const sl_spdy_limits *lim)
 
 static void feed_settings_iws(app *a, uint32_t value, int want)
 {
-    sl_bufq q;
-    sl_bufq_init(&q);
     const uint32_t e[1][3] = {{0, SL_SPDY_SETTINGS_INITIAL_WINDOW_SIZE, value}};
-    assert_int_equal(sl_spdy_write_settings(&q, 0, e, 1), SL_OK);
-    assert_int_equal(feedq(a, &q), want);
-    sl_bufq_fini(&q);
+    assert_int_equal(sl_spdy_write_settings(&a->q, 0, e, 1), SL_OK);
+    assert_int_equal(feedq(a, &a->q), want);
 }
 
 static void feed_wu(app *a, uint32_t id, uint32_t delta, int want)
@@ -740,11 +740,8 @@ static void feed_data(app *a, uint32_t id, uint8_t flags, size_t len, int want)
 {
     uint8_t *p = calloc(1, len + 1);
     assert_non_null(p);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    assert_int_equal(sl_spdy_write_data(&q, id, flags, p, len), SL_OK);
-    assert_int_equal(feedq(a, &q), want);
-    sl_bufq_fini(&q);
+    assert_int_equal(sl_spdy_write_data(&a->q, id, flags, p, len), SL_OK);
+    assert_int_equal(feedq(a, &a->q), want);
     free(p);
 }
 
@@ -759,8 +756,7 @@ static void send_zeros(app *a, uint32_t id, size_t n)
 static void fc_peer_window(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     feed_settings_iws(a, 1000, SL_OK);
     assert_true(sl_spdy_session_peer_flow_control(a->s));
     assert_string_equal(wire(a), ""); /* we never answer with SETTINGS */
@@ -787,10 +783,8 @@ static void fc_peer_window(void **state)
     assert_string_equal(wire(a), "DATA 1 f0 32768|DATA 1 f0 6695|DATA 1 f1 0|");
 
     /* a smaller INITIAL_WINDOW_SIZE can make a window negative */
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, &t, 3, "data");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn_type(&a->q, &a->t, 3, "data");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     wire(a);
     feed_settings_iws(a, 0, SL_OK);
     feed_wu(a, 0, 100, SL_OK);
@@ -800,16 +794,13 @@ static void fc_peer_window(void **state)
     feed_wu(a, 3, 10, SL_OK);
     assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
     assert_string_equal(wire(a), "DATA 3 f0 10|");
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
 static void no_fc_peer_never_blocks(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     send_zeros(a, 1, 1u << 20);
     assert_int_equal(sl_spdy_session_flush(a->s, SIZE_MAX), SL_OK);
     assert_int_equal(sl_spdy_stream_pending(a->s, 1), 0);
@@ -823,15 +814,13 @@ static void no_fc_peer_never_blocks(void **state)
     assert_string_equal(wire(a), "");
     assert_string_equal(events(a), "");
     assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 1), SL_ERR_INVAL);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
 static void fc_inbound_credit(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     feed_settings_iws(a, SL_SPDY_INITIAL_WINDOW, SL_OK); /* shows flow control */
     feed_data(a, 1, 0, 20000, SL_OK);
     feed_data(a, 1, 0, 20000, SL_OK);
@@ -846,7 +835,6 @@ static void fc_inbound_credit(void **state)
     /* the unconsumed 30000 and the dropped 40000 return to the session */
     assert_string_equal(wire(a), "RST 1 7|WU 0 70000|");
     assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 1), SL_ERR_NOTFOUND);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
@@ -950,22 +938,19 @@ static void fatal_limits(void **state)
     (void)state;
     sl_spdy_limits lim = {
         .max_control_payload = 100, .max_data_payload = 1000, .max_header_block = 1024};
-    tcomp t;
-    app *a = server_with_stream(&t, &lim);
+    app *a = server_with_stream(&lim);
     uint8_t f[8 + 200] = {0x80, 3, 0, 1, 0, 0, 0, 200};
     expect_fatal(a, f, sizeof(f), SL_ERR_TOO_LARGE, "GOAWAY 1 1|");
-    deflateEnd(&t.z);
     app_free(a);
 
-    a = server_with_stream(&t, &lim);
+    a = server_with_stream(&lim);
     uint8_t d[8] = {0, 0, 0, 1, 0, 0, 0x03, 0xe9}; /* 1001 bytes */
     expect_fatal(a, d, sizeof(d), SL_ERR_TOO_LARGE, "GOAWAY 1 1|");
-    deflateEnd(&t.z);
     app_free(a);
 
     /* a header bomb: 64 KiB value, compressed to a few hundred bytes */
     sl_spdy_limits lim2 = {.max_header_block = 1024};
-    a = server_with_stream(&t, &lim2);
+    a = server_with_stream(&lim2);
     static uint8_t raw[70000];
     char *v = malloc(65536);
     assert_non_null(v);
@@ -973,17 +958,13 @@ static void fatal_limits(void **state)
     v[65535] = 0;
     size_t n = nv_raw(raw, "x", v, NULL);
     free(v);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn(&q, &t, 3, 0, raw, n);
-    assert_true(sl_bufq_len(&q) < 1000);
+    syn(&a->q, &a->t, 3, 0, raw, n);
+    assert_true(sl_bufq_len(&a->q) < 1000);
     size_t len;
-    uint8_t *p = malloc(sl_bufq_len(&q));
-    len = sl_bufq_copyout(&q, p, sl_bufq_len(&q));
+    uint8_t *p = malloc(sl_bufq_len(&a->q));
+    len = sl_bufq_copyout(&a->q, p, sl_bufq_len(&a->q));
     expect_fatal(a, p, len, SL_ERR_TOO_LARGE, "GOAWAY 1 1|");
     free(p);
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
@@ -1004,28 +985,22 @@ static void unknown_types_skipped(void **state)
 static void bad_stream_ids(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, &t, 5, "a");
-    syn_type(&q, &t, 3, "b"); /* not increasing */
-    syn_type(&q, &t, 6, "c"); /* even, from a client */
-    syn_type(&q, &t, 7, "d"); /* still fine: the context followed every block */
-    assert_int_equal(feedq(a, &q), SL_OK);
+    app *a = server_with_stream(NULL);
+    syn_type(&a->q, &a->t, 5, "a");
+    syn_type(&a->q, &a->t, 3, "b"); /* not increasing */
+    syn_type(&a->q, &a->t, 6, "c"); /* even, from a client */
+    syn_type(&a->q, &a->t, 7, "d"); /* still fine: the context followed every block */
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(events(a), "open 5 streamtype=a;open 7 streamtype=d;");
     assert_string_equal(wire(a), "SYN_REPLY 5 f0|RST 3 1|RST 6 1|SYN_REPLY 7 f0|");
     assert_int_equal(sl_spdy_session_last_good_id(a->s), 7);
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
 static void data_on_bad_streams(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     feed_data(a, 9, 0, 3, SL_OK);
     feed_data(a, 9, 0, 3, SL_OK);
     assert_string_equal(wire(a), "RST 9 2|"); /* once per id */
@@ -1036,10 +1011,8 @@ static void data_on_bad_streams(void **state)
     assert_string_equal(wire(a), "RST 1 9|");
 
     /* DATA in flight on a stream we reset is dropped quietly */
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, &t, 3, "data");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn_type(&a->q, &a->t, 3, "data");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_int_equal(sl_spdy_stream_reset(a->s, 3, SL_SPDY_CANCEL), SL_OK);
     assert_string_equal(wire(a), "SYN_REPLY 3 f0|RST 3 5|");
     events(a);
@@ -1048,25 +1021,22 @@ static void data_on_bad_streams(void **state)
     assert_string_equal(events(a), "");
 
     /* reset from inside on_data: the rest of the frame is dropped */
-    syn_type(&q, &t, 5, "data");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn_type(&a->q, &a->t, 5, "data");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     wire(a);
     events(a);
     a->reset_in_data = true;
     uint8_t two[2 * 11];
-    sl_bufq_fini(&q);
-    sl_bufq_init(&q);
-    sl_spdy_write_data(&q, 5, 0, (const uint8_t *)"abc", 3);
-    sl_spdy_write_data(&q, 5, 0, (const uint8_t *)"def", 3);
-    size_t n = sl_bufq_copyout(&q, two, sizeof(two));
-    sl_bufq_consume(&q, n);
+    sl_bufq_init(&a->q);
+    sl_spdy_write_data(&a->q, 5, 0, (const uint8_t *)"abc", 3);
+    sl_spdy_write_data(&a->q, 5, 0, (const uint8_t *)"def", 3);
+    size_t n = sl_bufq_copyout(&a->q, two, sizeof(two));
+    sl_bufq_consume(&a->q, n);
     for (size_t cut = 0; cut < 2; cut++) /* chunk of 1, then the rest */
         assert_int_equal(feed(a, two + cut, cut ? n - 1 : 1), SL_OK);
     assert_int_equal(sl_bufq_len(&a->rx[5]), 3);
     assert_string_equal(events(a), "close 5;");
     assert_string_equal(wire(a), "RST 5 5|");
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
@@ -1074,20 +1044,15 @@ static void stream_limit(void **state)
 {
     (void)state;
     sl_spdy_limits lim = {.max_streams = 2};
-    tcomp t;
-    app *a = server_with_stream(&t, &lim);
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, &t, 3, "b");
-    syn_type(&q, &t, 5, "c");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    app *a = server_with_stream(&lim);
+    syn_type(&a->q, &a->t, 3, "b");
+    syn_type(&a->q, &a->t, 5, "c");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(wire(a), "SYN_REPLY 3 f0|RST 5 3|");
     assert_int_equal(sl_spdy_stream_reset(a->s, 1, SL_SPDY_CANCEL), SL_OK);
-    syn_type(&q, &t, 7, "d");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn_type(&a->q, &a->t, 7, "d");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(wire(a), "RST 1 5|SYN_REPLY 7 f0|");
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
@@ -1095,43 +1060,34 @@ static void bad_header_blocks(void **state)
 {
     (void)state;
     sl_spdy_limits lim = {.max_header_pairs = 2};
-    tcomp t;
-    app *a = server_with_stream(&t, &lim);
-    sl_bufq q;
-    sl_bufq_init(&q);
+    app *a = server_with_stream(&lim);
     uint8_t raw[256];
-    syn(&q, &t, 3, 0, raw, nv_raw(raw, "port", "1", "Port", "2", NULL));
-    syn(&q, &t, 5, 0, raw, nv_raw(raw, "a", "1", "b", "2", "c", "3", NULL));
-    syn(&q, &t, 7, 0, raw, nv_raw(raw, "", "1", NULL));
-    syn(&q, &t, 9, 0, raw, nv_raw(raw, "Port", "80", "requestID", "0", NULL));
+    syn(&a->q, &a->t, 3, 0, raw, nv_raw(raw, "port", "1", "Port", "2", NULL));
+    syn(&a->q, &a->t, 5, 0, raw, nv_raw(raw, "a", "1", "b", "2", "c", "3", NULL));
+    syn(&a->q, &a->t, 7, 0, raw, nv_raw(raw, "", "1", NULL));
+    syn(&a->q, &a->t, 9, 0, raw, nv_raw(raw, "Port", "80", "requestID", "0", NULL));
     /* HEADERS on stream 1 with FIN */
     uint8_t blk[256];
-    size_t bl = tc_block(&t, raw, nv_raw(raw, "a", "b", NULL), blk, sizeof(blk));
-    sl_spdy_write_headers(&q, 1, SL_SPDY_FLAG_FIN, blk, bl);
-    assert_int_equal(feedq(a, &q), SL_OK);
+    size_t bl = tc_block(&a->t, raw, nv_raw(raw, "a", "b", NULL), blk, sizeof(blk));
+    sl_spdy_write_headers(&a->q, 1, SL_SPDY_FLAG_FIN, blk, bl);
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(wire(a), "RST 3 1|RST 5 1|RST 7 1|SYN_REPLY 9 f0|");
     assert_string_equal(events(a), "open 9 Port=80 requestID=0;headers 1 a=b;fin 1;");
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
 static void syn_reply_errors(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
-    sl_bufq q;
-    sl_bufq_init(&q);
+    app *a = server_with_stream(NULL);
     uint8_t raw[64], blk[128];
-    size_t bl = tc_block(&t, raw, nv_raw(raw, NULL), blk, sizeof(blk));
-    sl_spdy_write_syn_reply(&q, 1, 0, blk, bl); /* the peer's own stream */
-    bl = tc_block(&t, raw, nv_raw(raw, NULL), blk, sizeof(blk));
-    sl_spdy_write_syn_reply(&q, 4, 0, blk, bl); /* unknown */
-    assert_int_equal(feedq(a, &q), SL_OK);
+    size_t bl = tc_block(&a->t, raw, nv_raw(raw, NULL), blk, sizeof(blk));
+    sl_spdy_write_syn_reply(&a->q, 1, 0, blk, bl); /* the peer's own stream */
+    bl = tc_block(&a->t, raw, nv_raw(raw, NULL), blk, sizeof(blk));
+    sl_spdy_write_syn_reply(&a->q, 4, 0, blk, bl); /* unknown */
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(wire(a), "RST 1 1|RST 4 2|");
     assert_string_equal(events(a), "reset 1 1;close 1;");
-    deflateEnd(&t.z);
     app_free(a);
 
     /* client: a second SYN_REPLY for one stream */
@@ -1141,26 +1097,23 @@ static void syn_reply_errors(void **state)
     wire(c);
     assert_int_equal(feed(c, syn_reply_1, sizeof(syn_reply_1)), SL_OK);
     bl = stored_block((const uint8_t *)"\0\0\0\0", 4, blk);
-    sl_spdy_write_syn_reply(&q, 1, 0, blk, bl);
-    assert_int_equal(feedq(c, &q), SL_OK);
+    sl_spdy_write_syn_reply(&c->q, 1, 0, blk, bl);
+    assert_int_equal(feedq(c, &c->q), SL_OK);
     assert_string_equal(events(c), "reply 1;reset 1 8;close 1;");
     assert_string_equal(wire(c), "RST 1 8|");
-    sl_bufq_fini(&q);
     app_free(c);
 }
 
 static void window_overflow(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     feed_wu(a, 1, 0x7fffffff, SL_OK);
     assert_string_equal(events(a), "reset 1 7;close 1;");
     assert_string_equal(wire(a), "RST 1 7|");
     feed_wu(a, 99, 5, SL_OK); /* unknown stream: ignored */
     feed_wu(a, 1, 0, SL_OK);  /* delta 0: ignored */
     assert_string_equal(wire(a), "");
-    deflateEnd(&t.z);
     app_free(a);
 }
 
@@ -1181,26 +1134,20 @@ static void open_callbacks_and_flags(void **state)
     sl_spdy_session_free(s);
     sl_bufq_fini(&out);
 
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
-    sl_bufq q;
-    sl_bufq_init(&q);
+    app *a = server_with_stream(NULL);
     uint8_t raw[64];
-    syn(&q, &t, 3, SL_SPDY_FLAG_FIN | SL_SPDY_FLAG_UNIDIRECTIONAL, raw, nv_raw(raw, NULL));
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn(&a->q, &a->t, 3, SL_SPDY_FLAG_FIN | SL_SPDY_FLAG_UNIDIRECTIONAL, raw, nv_raw(raw, NULL));
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_string_equal(events(a), "open 3 fin uni;close 3;");
     assert_string_equal(wire(a), "SYN_REPLY 3 f0|");
     assert_int_equal(sl_spdy_session_num_streams(a->s), 1);
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
 static void api_errors(void **state)
 {
     (void)state;
-    tcomp t;
-    app *a = server_with_stream(&t, NULL);
+    app *a = server_with_stream(NULL);
     const uint8_t x = 'x';
     assert_int_equal(sl_spdy_stream_send(a->s, 3, &x, 1, false), SL_ERR_NOTFOUND);
     assert_int_equal(sl_spdy_stream_reply(a->s, 1, NULL, 0, false), SL_ERR_STATE);
@@ -1211,10 +1158,8 @@ static void api_errors(void **state)
     assert_int_equal(sl_spdy_stream_pending(a->s, 3), 0);
     const sl_spdy_nv dup[] = {{"a", 1, "1", 1}, {"A", 1, "2", 1}};
     a->auto_reply = false;
-    sl_bufq q;
-    sl_bufq_init(&q);
-    syn_type(&q, &t, 3, "data");
-    assert_int_equal(feedq(a, &q), SL_OK);
+    syn_type(&a->q, &a->t, 3, "data");
+    assert_int_equal(feedq(a, &a->q), SL_OK);
     assert_int_equal(sl_spdy_stream_send(a->s, 3, &x, 1, false), SL_ERR_STATE); /* no reply */
     assert_int_equal(sl_spdy_stream_reply(a->s, 3, dup, 2, false), SL_ERR_INVAL);
     assert_int_equal(sl_spdy_stream_reply(a->s, 3, NULL, 0, true), SL_OK);
@@ -1228,8 +1173,6 @@ static void api_errors(void **state)
     assert_int_equal(sl_spdy_stream_open(a->s, &h, 1, true, &id), SL_OK);
     assert_int_equal(id, 2);
     assert_string_equal(wire(a), "SYN_STREAM 2 f1 k=v|");
-    sl_bufq_fini(&q);
-    deflateEnd(&t.z);
     app_free(a);
 }
 
