@@ -104,17 +104,21 @@ test('right after the upgrade, 20 times in a row', async () => {
 });
 
 // The server stops reading the socket while its stdin queue is full
-// (back-pressure); it must still notice that the peer went away.
+// (back-pressure); it must still notice that the peer went away. Here the
+// peer's FIN waits in its own send queue behind the stdin bytes that the
+// server does not read (zero window), so the server's socket still says
+// ESTABLISHED: only traffic from the server (which the closed peer answers
+// with RST) or reading can reveal it.
 test('while stdin input waits for a process that never reads it', async () => {
   await vanish({ cmd: SLEEP, stdin: 1, stdout: 1 }, started, {
-      beforeCut: async (s) => {
-        // More than the pipe and the server's stdin queue hold, so the
-        // server stops reading the socket for a while.
-        const chunk = Buffer.alloc(64 * 1024, 0x41);
-        for (let i = 0; i < 32; i++) s.send(CH.STDIN, chunk);
-        await new Promise((r) => setTimeout(r, 300));
-      },
-    });
+    beforeCut: async (s) => {
+      // Far more than the pipe and the server's stdin queue hold, so the
+      // server stops reading the socket.
+      const chunk = Buffer.alloc(64 * 1024, 0x41);
+      for (let i = 0; i < 32; i++) s.send(CH.STDIN, chunk);
+      await new Promise((r) => setTimeout(r, 300));
+    },
+  });
 });
 
 stopTest(fx);
