@@ -272,6 +272,8 @@ static void paused_probe_cb(uv_timer_t *t)
         return;
     if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE)
         conn_close(c);
+    else if (c->proto && c->proto->poke)
+        c->proto->poke(c->ps);
 }
 
 void sl_conn_pause_read(sl_conn *c, bool pause)

@@ -22,6 +22,10 @@ typedef struct sl_conn_proto {
     /* The peer is gone or the server is closing: release everything; the
      * connection must not be used after this returns. */
     void (*closed)(void *s);
+    /* Optional. While reads are paused, send the peer something small (a
+     * ping): a peer whose socket is closed answers with RST, which is how
+     * we learn it left when its FIN waits behind bytes we do not read. */
+    void (*poke)(void *s);
 } sl_conn_proto;
 
 /* Accepts one connection from the listener. */

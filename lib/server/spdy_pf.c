@@ -409,10 +409,18 @@ static void p_closed(void *s)
     maybe_free_session(x);
 }
 
+static void p_poke(void *s)
+{
+    spdy_pf *x = s;
+    if (!x->gone && sl_spdy_ping(x->pipe.s, NULL) == SL_OK)
+        pump(x);
+}
+
 static const sl_conn_proto spdy_pf_proto = {
     .recv = p_recv,
     .drained = p_drained,
     .closed = p_closed,
+    .poke = p_poke,
 };
 
 static void start_common(sl_server *srv, sl_conn *c, sl_stream_req *req, bool tunnel,

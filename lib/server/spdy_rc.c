@@ -295,10 +295,18 @@ static void p_closed(void *s)
     uv_close((uv_handle_t *)&x->timer, timer_closed);
 }
 
+static void p_poke(void *s)
+{
+    spdy_rc *x = s;
+    if (!x->gone && sl_spdy_ping(x->pipe.s, NULL) == SL_OK)
+        pump(x);
+}
+
 static const sl_conn_proto spdy_rc_proto = {
     .recv = p_recv,
     .drained = p_drained,
     .closed = p_closed,
+    .poke = p_poke,
 };
 
 static int version_of(const char *proto)

@@ -160,10 +160,18 @@ static void p_closed(void *s)
     free(w);
 }
 
+static void p_poke(void *s)
+{
+    ws_pf *w = s;
+    if (!w->ending && sl_ws_conn_ping(w->ws) == SL_OK)
+        flush(w);
+}
+
 static const sl_conn_proto ws_pf_proto = {
     .recv = p_recv,
     .drained = p_drained,
     .closed = p_closed,
+    .poke = p_poke,
 };
 
 static void send_port_prefixes(ws_pf *w)

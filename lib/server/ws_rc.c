@@ -157,10 +157,18 @@ static void p_closed(void *s)
     free(w);
 }
 
+static void p_poke(void *s)
+{
+    ws_rc *w = s;
+    if (!w->ending && sl_ws_conn_ping(w->ws) == SL_OK)
+        flush(w);
+}
+
 static const sl_conn_proto ws_rc_proto = {
     .recv = p_recv,
     .drained = p_drained,
     .closed = p_closed,
+    .poke = p_poke,
 };
 
 static void parse_protocol(ws_rc *w, const char *proto)
