@@ -18,39 +18,39 @@
 
 static const sl_grpc_method methods[] = {
     M(RT, Version, version_request, sl_cri_version),
-    M(RT, RunPodSandbox, run_pod_sandbox_request, NULL),
-    M(RT, StopPodSandbox, stop_pod_sandbox_request, NULL),
-    M(RT, RemovePodSandbox, remove_pod_sandbox_request, NULL),
-    M(RT, PodSandboxStatus, pod_sandbox_status_request, NULL),
-    M(RT, ListPodSandbox, list_pod_sandbox_request, NULL),
-    M(RT, CreateContainer, create_container_request, NULL),
-    M(RT, StartContainer, start_container_request, NULL),
-    M(RT, StopContainer, stop_container_request, NULL),
-    M(RT, RemoveContainer, remove_container_request, NULL),
-    M(RT, ListContainers, list_containers_request, NULL),
-    M(RT, ContainerStatus, container_status_request, NULL),
+    M(RT, RunPodSandbox, run_pod_sandbox_request, sl_cri_run_pod),
+    M(RT, StopPodSandbox, stop_pod_sandbox_request, sl_cri_stop_pod),
+    M(RT, RemovePodSandbox, remove_pod_sandbox_request, sl_cri_remove_pod),
+    M(RT, PodSandboxStatus, pod_sandbox_status_request, sl_cri_pod_status),
+    M(RT, ListPodSandbox, list_pod_sandbox_request, sl_cri_list_pods),
+    M(RT, CreateContainer, create_container_request, sl_cri_create_container),
+    M(RT, StartContainer, start_container_request, sl_cri_start_container),
+    M(RT, StopContainer, stop_container_request, sl_cri_stop_container),
+    M(RT, RemoveContainer, remove_container_request, sl_cri_remove_container),
+    M(RT, ListContainers, list_containers_request, sl_cri_list_containers),
+    M(RT, ContainerStatus, container_status_request, sl_cri_container_status),
     TODO(RT, UpdateContainerResources),
-    M(RT, ReopenContainerLog, reopen_container_log_request, NULL),
-    M(RT, ExecSync, exec_sync_request, NULL),
-    M(RT, Exec, exec_request, NULL),
-    M(RT, Attach, attach_request, NULL),
-    M(RT, PortForward, port_forward_request, NULL),
+    M(RT, ReopenContainerLog, reopen_container_log_request, sl_cri_reopen_log),
+    M(RT, ExecSync, exec_sync_request, sl_cri_exec_sync),
+    M(RT, Exec, exec_request, sl_cri_exec),
+    M(RT, Attach, attach_request, sl_cri_attach),
+    M(RT, PortForward, port_forward_request, sl_cri_port_forward),
     TODO(RT, ContainerStats),
     TODO(RT, ListContainerStats),
     TODO(RT, PodSandboxStats),
     TODO(RT, ListPodSandboxStats),
-    M(RT, UpdateRuntimeConfig, update_runtime_config_request, NULL),
+    M(RT, UpdateRuntimeConfig, update_runtime_config_request, sl_cri_update_runtime_config),
     M(RT, Status, status_request, sl_cri_status),
     TODO(RT, CheckpointContainer),
     TODO(RT, GetContainerEvents), /* server streaming */
     TODO(RT, ListMetricDescriptors),
     TODO(RT, ListPodSandboxMetrics),
     TODO(RT, RuntimeConfig),
-    M(IMG, ListImages, list_images_request, NULL),
-    M(IMG, ImageStatus, image_status_request, NULL),
-    M(IMG, PullImage, pull_image_request, NULL),
-    M(IMG, RemoveImage, remove_image_request, NULL),
-    M(IMG, ImageFsInfo, image_fs_info_request, NULL),
+    M(IMG, ListImages, list_images_request, sl_cri_list_images),
+    M(IMG, ImageStatus, image_status_request, sl_cri_image_status),
+    M(IMG, PullImage, pull_image_request, sl_cri_pull_image),
+    M(IMG, RemoveImage, remove_image_request, sl_cri_remove_image),
+    M(IMG, ImageFsInfo, image_fs_info_request, sl_cri_image_fs_info),
 };
 
 const sl_grpc_method *sl_cri_methods(size_t *n)
@@ -61,14 +61,25 @@ const sl_grpc_method *sl_cri_methods(size_t *n)
 
 int sl_cri_init(sl_cri *cri, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
 {
-    (void)e;
     memset(cri, 0, sizeof(*cri));
     cri->loop = loop;
     cri->cfg = cfg;
-    return 0;
+    return sl_rt_open(&cri->rt, loop, cfg, e);
 }
 
 void sl_cri_fini(sl_cri *cri)
 {
     cri->stream = NULL;
+    sl_rt_close(&cri->rt);
+}
+
+/* The kubelet sends the pod CIDR; sluice's network comes from CNI, so
+ * there is nothing to apply (containerd does the same without a CIDR
+ * template). */
+void sl_cri_update_runtime_config(sl_grpc_call *call, void *arg)
+{
+    (void)arg;
+    Runtime__V1__UpdateRuntimeConfigResponse resp =
+        RUNTIME__V1__UPDATE_RUNTIME_CONFIG_RESPONSE__INIT;
+    sl_grpc_call_reply(call, &resp.base);
 }

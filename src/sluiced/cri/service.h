@@ -24,6 +24,7 @@
 #include "sluice/runtime.h"
 #include "sluice/server.h"
 #include "sys_error.h"
+#include "cri/rt.h"
 
 /* VersionResponse fields. version is the CRI "API version" of the runtime,
  * as containerd and CRI-O report it. */
@@ -39,6 +40,7 @@ typedef struct sl_cri {
     uv_loop_t *loop;
     const sl_config *cfg;
     sl_server *stream; /* streaming server: URLs for Exec/Attach/PortForward */
+    sl_rt rt;          /* pods, containers, images, monitors */
 } sl_cri;
 
 /* Sets up the context (cfg and loop are borrowed). The streaming server is
@@ -55,6 +57,34 @@ void sl_cri_version(sl_grpc_call *call, void *cri);
 void sl_cri_status(sl_grpc_call *call, void *cri);
 /* True when dir holds a CNI network config (*.conf, *.conflist, *.json). */
 bool sl_cri_cni_config_present(const char *dir);
+
+/* runtime_pods.c, runtime_pods_query.c */
+void sl_cri_run_pod(sl_grpc_call *call, void *cri);
+void sl_cri_stop_pod(sl_grpc_call *call, void *cri);
+void sl_cri_remove_pod(sl_grpc_call *call, void *cri);
+void sl_cri_pod_status(sl_grpc_call *call, void *cri);
+void sl_cri_list_pods(sl_grpc_call *call, void *cri);
+/* runtime_containers.c, runtime_containers_query.c */
+void sl_cri_create_container(sl_grpc_call *call, void *cri);
+void sl_cri_start_container(sl_grpc_call *call, void *cri);
+void sl_cri_stop_container(sl_grpc_call *call, void *cri);
+void sl_cri_remove_container(sl_grpc_call *call, void *cri);
+void sl_cri_list_containers(sl_grpc_call *call, void *cri);
+void sl_cri_container_status(sl_grpc_call *call, void *cri);
+void sl_cri_reopen_log(sl_grpc_call *call, void *cri);
+/* runtime_streaming.c */
+void sl_cri_exec_sync(sl_grpc_call *call, void *cri);
+void sl_cri_exec(sl_grpc_call *call, void *cri);
+void sl_cri_attach(sl_grpc_call *call, void *cri);
+void sl_cri_port_forward(sl_grpc_call *call, void *cri);
+/* service.c */
+void sl_cri_update_runtime_config(sl_grpc_call *call, void *cri);
+/* image_service.c */
+void sl_cri_list_images(sl_grpc_call *call, void *cri);
+void sl_cri_image_status(sl_grpc_call *call, void *cri);
+void sl_cri_pull_image(sl_grpc_call *call, void *cri);
+void sl_cri_remove_image(sl_grpc_call *call, void *cri);
+void sl_cri_image_fs_info(sl_grpc_call *call, void *cri);
 
 /* The runtime backend of the streaming server (stream_runtime.c). */
 const sl_runtime *sluiced_runtime(sl_cri *cri);

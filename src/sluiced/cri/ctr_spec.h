@@ -1,0 +1,23 @@
+/* The OCI config.json of a CRI container. */
+#ifndef SL_CTR_SPEC_H
+#define SL_CTR_SPEC_H
+
+#include "grpc/api.pb-c.h"
+#include "grpc/grpc_status.h"
+#include "image/image_store.h"
+#include "sys_error.h"
+
+typedef struct sl_ctr_spec_in {
+    const Runtime__V1__ContainerConfig *config;
+    const sl_image_config *image;
+    const char *rootfs;   /* mounted rootfs (for /etc/passwd lookups) */
+    const char *ns_dir;   /* the pod's pinned namespaces */
+    const char *hostname; /* the pod's hostname, or NULL */
+    const char *cgroups_path;
+} sl_ctr_spec_in;
+
+/* Returns the config.json text (malloc'd) or NULL with *e (code
+ * INVALID_ARGUMENT for a config that cannot run). */
+char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e);
+
+#endif

@@ -1,0 +1,141 @@
+/* ImageService on the local image store. PullImage reaches no registry:
+ * it finds the image locally, after importing whatever tarballs wait in
+ * the import directory. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cri/cri_util.h"
+
+/* Fills an Image message from a store view (strings borrowed). */
+static void fill_image(Runtime__V1__Image *out, const sl_image *img)
+{
+    runtime__v1__image__init(out);
+    out->id = (char *)img->id;
+    out->n_repo_tags = img->n_repo_tags;
+    out->repo_tags = (char **)img->repo_tags;
+    out->n_repo_digests = img->n_repo_digests;
+    out->repo_digests = (char **)img->repo_digests;
+    out->size = img->size;
+}
+
+static const char *spec_image(const Runtime__V1__ImageSpec *s)
+{
+    return s && s->image ? s->image : "";
+}
+
+void sl_cri_list_images(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__ListImagesRequest *req = (const void *)sl_grpc_call_request(call);
+    const char *filter = req->filter ? spec_image(req->filter->image) : "";
+    const sl_image **imgs = NULL;
+    size_t n = 0;
+    sl_error e;
+    if (sl_image_store_list(rt->images, filter, &imgs, &n, &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
+    Runtime__V1__Image *items = calloc(n ? n : 1, sizeof(*items));
+    Runtime__V1__Image **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    if (!items || !ptrs) {
+        free(items);
+        free(ptrs);
+        free(imgs);
+        sl_grpc_call_fail(call, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        fill_image(&items[i], imgs[i]);
+        ptrs[i] = &items[i];
+    }
+    Runtime__V1__ListImagesResponse resp = RUNTIME__V1__LIST_IMAGES_RESPONSE__INIT;
+    resp.n_images = n;
+    resp.images = ptrs;
+    sl_grpc_call_reply(call, &resp.base);
+    free(items);
+    free(ptrs);
+    free(imgs);
+}
+
+void sl_cri_image_status(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__ImageStatusRequest *req = (const void *)sl_grpc_call_request(call);
+    sl_error e;
+    const sl_image *img = sl_image_store_find(rt->images, spec_image(req->image), &e);
+    Runtime__V1__Image out;
+    Runtime__V1__ImageStatusResponse resp = RUNTIME__V1__IMAGE_STATUS_RESPONSE__INIT;
+    if (img) { /* an absent image is an empty answer, not an error */
+        fill_image(&out, img);
+        resp.image = &out;
+    }
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+void sl_cri_pull_image(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__PullImageRequest *req = (const void *)sl_grpc_call_request(call);
+    const char *ref = spec_image(req->image);
+    sl_error e;
+    const sl_image *img = sl_image_store_find(rt->images, ref, &e);
+    if (!img && e.errnum == ENOENT && rt->cfg->import_dir) {
+        sl_error ie;
+        sl_image_store_import_dir(rt->images, rt->cfg->import_dir, NULL, NULL, &ie);
+        img = sl_image_store_find(rt->images, ref, &e);
+    }
+    if (!img) {
+        sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
+                          "image \"%s\" is not in the local store and sluice pulls from no "
+                          "registry: import it with `sluicectl image import FILE.tar`, or put the "
+                          "OCI or docker-archive tarball into %s",
+                          ref, rt->cfg->import_dir ? rt->cfg->import_dir : "the import directory");
+        return;
+    }
+    Runtime__V1__PullImageResponse resp = RUNTIME__V1__PULL_IMAGE_RESPONSE__INIT;
+    resp.image_ref = (char *)img->id;
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+void sl_cri_remove_image(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__RemoveImageRequest *req = (const void *)sl_grpc_call_request(call);
+    sl_error e;
+    if (sl_image_store_remove(rt->images, spec_image(req->image), &e) < 0) {
+        sl_grpc_call_fail(call, e.errnum == EINVAL ? SL_GRPC_INVALID_ARGUMENT : SL_GRPC_INTERNAL,
+                          "%s", e.msg);
+        return;
+    }
+    Runtime__V1__RemoveImageResponse resp = RUNTIME__V1__REMOVE_IMAGE_RESPONSE__INIT;
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+void sl_cri_image_fs_info(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    sl_image_fs_usage u;
+    sl_error e;
+    if (sl_image_store_fs_usage(rt->images, &u, &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
+    Runtime__V1__FilesystemIdentifier fsid = RUNTIME__V1__FILESYSTEM_IDENTIFIER__INIT;
+    fsid.mountpoint = (char *)u.mountpoint;
+    Runtime__V1__UInt64Value used = RUNTIME__V1__UINT64_VALUE__INIT;
+    used.value = u.used_bytes;
+    Runtime__V1__UInt64Value inodes = RUNTIME__V1__UINT64_VALUE__INIT;
+    inodes.value = u.inodes_used;
+    Runtime__V1__FilesystemUsage fs = RUNTIME__V1__FILESYSTEM_USAGE__INIT;
+    fs.timestamp = sl_now_ns();
+    fs.fs_id = &fsid;
+    fs.used_bytes = &used;
+    fs.inodes_used = &inodes;
+    Runtime__V1__FilesystemUsage *list[] = {&fs};
+    Runtime__V1__ImageFsInfoResponse resp = RUNTIME__V1__IMAGE_FS_INFO_RESPONSE__INIT;
+    resp.n_image_filesystems = 1;
+    resp.image_filesystems = list;
+    sl_grpc_call_reply(call, &resp.base);
+}

@@ -1,0 +1,273 @@
+#include "cri/mon_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "sluice/error.h"
+
+typedef struct pending {
+    struct pending *next;
+    int64_t id;
+    sl_monc_reply_fn fn;
+    void *arg;
+} pending;
+
+struct sl_monc {
+    uv_loop_t *loop;
+    int fd;
+    uv_poll_t poll;
+    sl_mon_conn conn;
+    sl_monc_event_fn on_event;
+    void *event_arg;
+    pending *pend;
+    int64_t next_id;
+    bool dead, closing;
+};
+
+/* ---- start ---- */
+
+/* Reads what the starter prints until it exits or the timeout passes. */
+static size_t read_all(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    size_t got = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    while (got + 1 < cap && poll(&p, 1, timeout_ms) > 0) {
+        ssize_t n = read(fd, buf + got, cap - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    while (got > 0 && buf[got - 1] == '\n')
+        buf[--got] = '\0';
+    return got;
+}
+
+int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
+                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e)
+{
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) < 0)
+        return sl_error_set(e, errno, "pipe");
+    pid_t starter = fork();
+    if (starter == 0) {
+        dup2(out[1], 1);
+        dup2(out[1], 2);
+        execl(mon_path, mon_path, "--pod-id", pod_id, "--run-dir", run_dir, "--state-dir",
+              state_dir, "--runtime", runtime, (char *)NULL);
+        fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
+        _exit(127);
+    }
+    close(out[1]);
+    if (starter < 0) {
+        close(out[0]);
+        return sl_error_set(e, errno, "fork");
+    }
+    char text[SL_SYS_ERROR_MAX];
+    read_all(out[0], text, sizeof(text), SL_MONC_START_TIMEOUT_MS);
+    close(out[0]);
+    int status = 0;
+    if (waitpid(starter, &status, WNOHANG) == 0) {
+        kill(starter, SIGKILL);
+        waitpid(starter, &status, 0);
+        return sl_error_set(e, 0, "pod monitor did not start within %d ms",
+                            SL_MONC_START_TIMEOUT_MS);
+    }
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *end || v <= 0)
+        return sl_error_set(e, 0, "pod monitor failed: %s", text[0] ? text : "no output");
+    *pid = (pid_t)v;
+    return 0;
+}
+
+/* ---- connection ---- */
+
+static void fail_all(sl_monc *m)
+{
+    while (m->pend) {
+        pending *p = m->pend;
+        m->pend = p->next;
+        if (p->fn)
+            p->fn(p->arg, NULL, NULL, 0);
+        free(p);
+    }
+}
+
+static void lost(sl_monc *m)
+{
+    if (m->dead)
+        return;
+    m->dead = true;
+    uv_poll_stop(&m->poll);
+    fail_all(m);
+    if (m->on_event)
+        m->on_event(m->event_arg, NULL);
+}
+
+static void dispatch(sl_monc *m, json_t *msg, int *fds, size_t nfds)
+{
+    const char *type = sl_mon_str(msg, "type");
+    if (type && !strcmp(type, "reply")) {
+        int64_t id = json_integer_value(json_object_get(msg, "id"));
+        for (pending **pp = &m->pend; *pp; pp = &(*pp)->next) {
+            if ((*pp)->id != id)
+                continue;
+            pending *p = *pp;
+            *pp = p->next;
+            if (p->fn) {
+                p->fn(p->arg, msg, fds, nfds);
+                free(p);
+                return;
+            }
+            free(p);
+            break;
+        }
+    } else if (m->on_event) {
+        m->on_event(m->event_arg, msg);
+    }
+    for (size_t i = 0; i < nfds; i++) /* nobody took them */
+        close(fds[i]);
+}
+
+static void update_poll(sl_monc *m);
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+    sl_monc *m = h->data;
+    if (status < 0) {
+        lost(m);
+        return;
+    }
+    if (events & UV_WRITABLE) {
+        int rc = sl_mon_conn_flush(&m->conn);
+        if (rc < 0 && rc != SL_ERR_WOULDBLOCK) {
+            lost(m);
+            return;
+        }
+    }
+    while (!m->dead && (events & UV_READABLE)) {
+        json_t *msg = NULL;
+        int fds[SL_MON_MAX_FDS];
+        size_t nfds = 0;
+        int rc = sl_mon_conn_recv(&m->conn, &msg, fds, &nfds);
+        if (rc == SL_ERR_WOULDBLOCK)
+            break;
+        if (rc == SL_ERR_PROTO || rc == SL_ERR_TOO_LARGE)
+            continue; /* that packet is dropped; the connection goes on */
+        if (rc < 0) {
+            lost(m);
+            return;
+        }
+        dispatch(m, msg, fds, nfds);
+        json_decref(msg);
+    }
+    update_poll(m);
+}
+
+static void update_poll(sl_monc *m)
+{
+    if (m->dead || m->closing)
+        return;
+    int ev = UV_READABLE | (sl_mon_conn_want_write(&m->conn) ? UV_WRITABLE : 0);
+    uv_poll_start(&m->poll, ev, poll_cb);
+}
+
+sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,
+                         void *event_arg, sl_error *e)
+{
+    SL_AUTOFREE char *path = sl_path_join(run_dir, "mon.sock");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+        sl_error_set(e, ENAMETOOLONG, "monitor socket %s", path ? path : run_dir);
+        return NULL;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        sl_error_set(e, errno, "connect to the pod monitor at %s", path);
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    sl_monc *m = calloc(1, sizeof(*m));
+    if (!m || uv_poll_init(loop, &m->poll, fd) < 0) {
+        free(m);
+        close(fd);
+        sl_error_set(e, ENOMEM, "monitor connection");
+        return NULL;
+    }
+    m->loop = loop;
+    m->fd = fd;
+    m->poll.data = m;
+    m->on_event = on_event;
+    m->event_arg = event_arg;
+    m->next_id = 1;
+    sl_mon_conn_init(&m->conn, fd);
+    update_poll(m);
+    return m;
+}
+
+int sl_monc_request(sl_monc *m, json_t *req, const int *fds, size_t nfds, sl_monc_reply_fn fn,
+                    void *arg, sl_error *e)
+{
+    pending *p = m->dead ? NULL : calloc(1, sizeof(*p));
+    if (!p) {
+        json_decref(req);
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        return sl_error_set(e, m->dead ? EPIPE : ENOMEM, "pod monitor");
+    }
+    p->id = m->next_id++;
+    p->fn = fn;
+    p->arg = arg;
+    json_object_set_new(req, "id", json_integer(p->id));
+    int rc = sl_mon_conn_send(&m->conn, req, fds, nfds);
+    json_decref(req);
+    if (rc < 0 && rc != SL_ERR_WOULDBLOCK) {
+        free(p);
+        return sl_error_set(e, rc == SL_ERR_SYS ? errno : EPIPE, "send to the pod monitor: %s",
+                            sl_strerror(rc));
+    }
+    p->next = m->pend;
+    m->pend = p;
+    update_poll(m);
+    return 0;
+}
+
+bool sl_monc_alive(const sl_monc *m)
+{
+    return m && !m->dead;
+}
+
+static void closed_cb(uv_handle_t *h)
+{
+    sl_monc *m = h->data;
+    sl_mon_conn_fini(&m->conn);
+    close(m->fd);
+    free(m);
+}
+
+void sl_monc_close(sl_monc *m)
+{
+    if (!m || m->closing)
+        return;
+    m->on_event = NULL;
+    lost(m);
+    m->closing = true;
+    uv_close((uv_handle_t *)&m->poll, closed_cb);
+}

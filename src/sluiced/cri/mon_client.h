@@ -1,0 +1,49 @@
+/* sluiced's side of a pod monitor (docs/mon-protocol.md): starting
+ * sluice-mon, and an asynchronous request/reply connection on the loop. */
+#ifndef SL_MON_CLIENT_H
+#define SL_MON_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "mon_proto.h"
+#include "sys_error.h"
+
+/* How long sluiced waits for a monitor to start listening. */
+#define SL_MONC_START_TIMEOUT_MS 10000
+
+typedef struct sl_monc sl_monc;
+
+/* The reply to a request (borrowed), with its fds (the callee owns them);
+ * reply is NULL when the connection went away first. */
+typedef void (*sl_monc_reply_fn)(void *arg, const json_t *reply, int *fds, size_t nfds);
+/* An event (exited, exec_exited, attach_ended), borrowed; NULL when the
+ * connection is lost. */
+typedef void (*sl_monc_event_fn)(void *arg, const json_t *event);
+
+/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R`
+ * and waits until it reports its pid (it detaches and listens first).
+ * Returns 0 with *pid, or -1 (*e with the monitor's own words). */
+int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
+                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e);
+
+/* Connects to <run_dir>/mon.sock. Returns the connection or NULL (*e). */
+sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,
+                         void *event_arg, sl_error *e);
+
+/* Sends req (a new object with "type"; the id is added; ownership of req and
+ * of the fds passes to the call) and calls fn (may be NULL) with the reply
+ * later. Returns 0, or -1 (*e) when the connection is gone (fn is then not
+ * called). */
+int sl_monc_request(sl_monc *m, json_t *req, const int *fds, size_t nfds, sl_monc_reply_fn fn,
+                    void *arg, sl_error *e);
+
+/* True while the connection works. */
+bool sl_monc_alive(const sl_monc *m);
+
+/* Closes the connection; pending requests get a NULL reply now. */
+void sl_monc_close(sl_monc *m);
+
+#endif

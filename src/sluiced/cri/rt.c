@@ -1,0 +1,106 @@
+#include "cri/rt.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+
+/* The monitor sits next to sluiced when installed, or in its own folder
+ * of the build tree. */
+static char *find_monitor(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *dir = dirname(exe);
+        const char *tries[] = {"sluice-mon", "../sluice-mon/sluice-mon"};
+        for (size_t i = 0; i < 2; i++) {
+            char *p = sl_path_join(dir, tries[i]);
+            if (p && access(p, X_OK) == 0)
+                return p;
+            free(p);
+        }
+    }
+    return strdup("sluice-mon");
+}
+
+char *sl_rt_pod_run_dir(const sl_rt *rt, const char *pod_id)
+{
+    return sl_path_join(rt->pods_run_dir, pod_id);
+}
+
+void sl_rt_mon_event(void *arg, const json_t *event)
+{
+    sl_pod *p = arg;
+    sl_rt *rt = p->owner;
+    if (!event) { /* the connection is gone; reconnect on next use */
+        sl_monc *m = p->mon;
+        p->mon = NULL;
+        sl_monc_close(m);
+        sl_rt_stream_event(rt, p, NULL);
+        return;
+    }
+    sl_rt_stream_event(rt, p, event);
+}
+
+sl_monc *sl_rt_pod_mon(sl_rt *rt, sl_pod *p, sl_error *e)
+{
+    if (p->mon && sl_monc_alive(p->mon))
+        return p->mon;
+    if (p->mon) {
+        sl_monc_close(p->mon);
+        p->mon = NULL;
+    }
+    SL_AUTOFREE char *dir = sl_rt_pod_run_dir(rt, p->id);
+    p->owner = rt;
+    p->mon = dir ? sl_monc_connect(rt->loop, dir, sl_rt_mon_event, p, e) : NULL;
+    if (!p->mon)
+        sl_error_wrap(e, "pod %s has no running monitor", p->id);
+    return p->mon;
+}
+
+int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
+{
+    memset(rt, 0, sizeof(*rt));
+    rt->loop = loop;
+    rt->cfg = cfg;
+    rt->mon_path = find_monitor();
+    rt->pods_run_dir = sl_path_join(cfg->run_dir, "pods");
+    if (!rt->mon_path || !rt->pods_run_dir)
+        return sl_error_set(e, ENOMEM, "runtime");
+    if (sl_mkdir_p(rt->pods_run_dir, 0711, e) < 0 || sl_mkdir_p(cfg->state_dir, 0711, e) < 0)
+        return -1;
+    rt->images = sl_image_store_open(cfg->image_dir, NULL, e);
+    if (!rt->images)
+        return sl_error_wrap(e, "image store");
+    sl_error ie;
+    if (cfg->import_dir && sl_mkdir_p(cfg->import_dir, 0755, &ie) == 0)
+        sl_image_store_import_dir(rt->images, cfg->import_dir, NULL, NULL, &ie);
+    sl_error le;
+    if (sl_model_load(&rt->model, cfg->state_dir, &le) < 0)
+        fprintf(stderr, "sluiced: some state could not be read: %s\n", le.msg);
+    /* Monitors outlive sluiced: find them again. */
+    for (sl_pod *p = rt->model.pods; p; p = p->next) {
+        p->owner = rt;
+        sl_error me;
+        if (!sl_rt_pod_mon(rt, p, &me) && p->ready)
+            fprintf(stderr, "sluiced: %s\n", me.msg);
+    }
+    sl_rt_stream_init(rt);
+    return 0;
+}
+
+void sl_rt_close(sl_rt *rt)
+{
+    sl_model_fini(&rt->model);
+    if (rt->images)
+        sl_image_store_close(rt->images);
+    free(rt->mon_path);
+    free(rt->pods_run_dir);
+}

@@ -1,0 +1,45 @@
+/* The runtime state of sluiced behind the CRI handlers: pods, containers,
+ * images, pod monitors, and the streaming sessions running through them. */
+#ifndef SL_CRI_RT_H
+#define SL_CRI_RT_H
+
+#include <uv.h>
+
+#include "config/config.h"
+#include "cri/model.h"
+#include "image/image_store.h"
+#include "sluice/runtime.h"
+#include "sys_error.h"
+
+typedef struct sl_stream_sess sl_stream_sess; /* stream_runtime.c */
+
+typedef struct sl_rt {
+    uv_loop_t *loop;
+    const sl_config *cfg;
+    sl_model model;
+    sl_image_store *images;
+    char *mon_path;           /* the sluice-mon executable */
+    char *pods_run_dir;       /* <run-dir>/pods */
+    sl_runtime stream_rt;     /* the libsluice runtime backend */
+    sl_stream_sess *sessions; /* live exec/attach sessions */
+} sl_rt;
+
+/* Opens the image store, loads pods and containers, reconnects to the pod
+ * monitors that still run. Returns 0 or -1 (*e). */
+int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e);
+void sl_rt_close(sl_rt *rt);
+
+/* The pod's monitor connection, reconnecting once if it was lost; NULL
+ * with *e when the monitor is gone. */
+sl_monc *sl_rt_pod_mon(sl_rt *rt, sl_pod *p, sl_error *e);
+/* The pod's run directory (<run-dir>/pods/<id>), malloc'd. */
+char *sl_rt_pod_run_dir(const sl_rt *rt, const char *pod_id);
+
+/* Events from a pod monitor (exited, exec_exited, attach_ended). */
+void sl_rt_mon_event(void *pod, const json_t *event);
+
+/* stream_runtime.c: the libsluice backend and its event hooks. */
+void sl_rt_stream_init(sl_rt *rt);
+void sl_rt_stream_event(sl_rt *rt, sl_pod *pod, const json_t *event);
+
+#endif

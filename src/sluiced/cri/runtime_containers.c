@@ -1,0 +1,278 @@
+/* RuntimeService container lifecycle: create, start, stop, remove,
+ * reopen log. The pod monitor runs the containers; these handlers prepare
+ * the bundle and keep the records. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "container/rootfs.h"
+#include "cri/cri_util.h"
+#include "cri/ctr_spec.h"
+#include "fsutil.h"
+#include "state/state.h"
+
+/* One CRI call waiting for its monitor reply. */
+typedef struct ctr_op {
+    sl_rt *rt;
+    sl_grpc_call *call;
+    char id[SL_ID_HEX + 1];
+    int kind; /* which call */
+} ctr_op;
+
+enum { OP_CREATE, OP_START, OP_STOP, OP_REMOVE_STOP, OP_REMOVE, OP_REOPEN };
+
+void sl_cri_forget_ctr(sl_rt *rt, sl_ctr *c)
+{
+    sl_error e;
+    SL_AUTOFREE char *dir = sl_state_dir(rt->model.state_dir, "containers", c->id);
+    if (dir)
+        sl_rootfs_umount(dir, &e);
+    sl_model_remove_ctr(&rt->model, c, &e);
+}
+
+static const char *reply_error(const json_t *reply)
+{
+    if (!reply)
+        return "the pod monitor went away";
+    if (json_is_true(json_object_get(reply, "ok")))
+        return NULL;
+    const char *err = json_string_value(json_object_get(reply, "error"));
+    return err ? err : "the pod monitor refused";
+}
+
+static void reply_empty(sl_grpc_call *call)
+{
+    /* Every empty CRI response packs to zero bytes. */
+    Runtime__V1__StartContainerResponse resp = RUNTIME__V1__START_CONTAINER_RESPONSE__INIT;
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+static void send_op(ctr_op *op, sl_pod *p, json_t *req);
+
+static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
+{
+    ctr_op *op = arg;
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    const char *err = reply_error(reply);
+    sl_ctr *c = sl_model_ctr(&op->rt->model, op->id);
+    if (op->kind == OP_CREATE && err) {
+        if (c)
+            sl_cri_forget_ctr(op->rt, c);
+        sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to create container: %s", err);
+    } else if (op->kind == OP_CREATE) {
+        Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
+        resp.container_id = op->id;
+        sl_grpc_call_reply(op->call, &resp.base);
+    } else if (op->kind == OP_REMOVE_STOP && c) {
+        /* stopped (or gone): now remove it from the monitor */
+        op->kind = OP_REMOVE;
+        sl_pod *p = sl_model_pod(&op->rt->model, c->pod_id);
+        send_op(op, p, json_pack("{s:s, s:s}", "type", "remove", "container_id", op->id));
+        return;
+    } else if (op->kind == OP_REMOVE || op->kind == OP_REMOVE_STOP) {
+        if (c)
+            sl_cri_forget_ctr(op->rt, c);
+        reply_empty(op->call);
+    } else if (err) {
+        sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "%s", err);
+    } else {
+        reply_empty(op->call);
+    }
+    free(op);
+}
+
+/* Sends req to the pod's monitor; without one the reply is "gone". */
+static void send_op(ctr_op *op, sl_pod *p, json_t *req)
+{
+    sl_error e;
+    sl_monc *m = p ? sl_rt_pod_mon(op->rt, p, &e) : NULL;
+    if (!m || sl_monc_request(m, req, NULL, 0, op_reply, op, &e) < 0) {
+        if (!m)
+            json_decref(req);
+        op_reply(op, NULL, NULL, 0);
+    }
+}
+
+static ctr_op *new_op(sl_grpc_call *call, sl_rt *rt, const char *id, int kind)
+{
+    ctr_op *op = calloc(1, sizeof(*op));
+    if (!op) {
+        sl_grpc_call_fail(call, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return NULL;
+    }
+    op->rt = rt;
+    op->call = call;
+    op->kind = kind;
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    return op;
+}
+
+static sl_ctr *find_ctr(sl_grpc_call *call, sl_rt *rt, const char *id)
+{
+    sl_ctr *c = sl_model_ctr(&rt->model, id);
+    if (!c)
+        sl_grpc_call_fail(call, SL_GRPC_NOT_FOUND, "container \"%s\" not found", id);
+    return c;
+}
+
+/* ---- create ---- */
+
+static char *log_path_of(const sl_pod *p, const Runtime__V1__ContainerConfig *c)
+{
+    if (!*p->config->log_directory || !*c->log_path)
+        return strdup("");
+    return sl_path_join(p->config->log_directory, c->log_path);
+}
+
+/* Rootfs, config.json and the record; the monitor does the rest. */
+static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__ContainerConfig *c,
+                       const sl_image *img, sl_error *e)
+{
+    SL_AUTOFREE char *dir = sl_state_dir(rt->model.state_dir, "containers", id);
+    SL_AUTOFREE char *rootfs = dir ? sl_path_join(dir, "rootfs") : NULL;
+    SL_AUTOFREE char *cfg_path = dir ? sl_path_join(dir, "config.json") : NULL;
+    SL_AUTOFREE char *log = log_path_of(p, c);
+    char cg[160];
+    snprintf(cg, sizeof(cg), "/sluice/%.16s/%s", p->id, id);
+    if (!cfg_path || !log) {
+        sl_error_set(e, ENOMEM, "container");
+        return NULL;
+    }
+    if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
+        return NULL;
+    bool uts = !sl_rec_bool(p->rec, "host_network");
+    sl_ctr_spec_in in = {
+        .config = c,
+        .image = &img->config,
+        .rootfs = rootfs,
+        .ns_dir = sl_rec_str(p->rec, "ns_dir"),
+        .hostname =
+            uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
+        .cgroups_path = cg};
+    SL_AUTOFREE char *spec = sl_ctr_spec(&in, e);
+    if (!spec || sl_write_file_atomic(cfg_path, spec, strlen(spec), 0644, e) < 0)
+        goto fail;
+    if (*log) {
+        SL_AUTOFREE char *copy = strdup(log);
+        if (!copy || sl_mkdir_p(dirname(copy), 0755, e) < 0)
+            goto fail;
+    }
+    const char *repo_digest = img->n_repo_digests ? img->repo_digests[0] : img->id;
+    json_t *rec = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "id", id, "created_at",
+                            (json_int_t)sl_now_ns(), "image_id", img->id, "image_ref", repo_digest,
+                            "image_name", c->image->image, "log_path", log, "bundle", dir);
+    sl_ctr *ctr = rec ? sl_model_add_ctr(&rt->model, id, p->id, c, rec, e) : NULL;
+    json_decref(rec);
+    if (ctr)
+        return ctr;
+fail:;
+    sl_error ignored;
+    sl_rootfs_umount(dir, &ignored);
+    sl_rm_rf(dir, &ignored);
+    return NULL;
+}
+
+void sl_cri_create_container(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__CreateContainerRequest *req = (const void *)sl_grpc_call_request(call);
+    const Runtime__V1__ContainerConfig *c = req->config;
+    if (!c || !c->metadata || !*c->metadata->name || !c->image || !*c->image->image) {
+        sl_grpc_call_fail(call, SL_GRPC_INVALID_ARGUMENT,
+                          "container config with metadata name and image is required");
+        return;
+    }
+    sl_pod *p = sl_cri_ready_pod(call, rt, req->pod_sandbox_id);
+    if (!p)
+        return;
+    sl_error e = {0};
+    const sl_image *img = sl_image_store_find(rt->images, c->image->image, &e);
+    if (!img) {
+        sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
+                          "image \"%s\": %s", c->image->image, e.msg);
+        return;
+    }
+    char id[SL_ID_HEX + 1];
+    sl_model_new_id(id);
+    sl_ctr *ctr = prepare(rt, p, id, c, img, &e);
+    if (!ctr) {
+        sl_grpc_call_fail(call, e.code ? e.code : SL_GRPC_UNKNOWN, "%s", e.msg);
+        return;
+    }
+    ctr_op *op = new_op(call, rt, id, OP_CREATE);
+    if (!op)
+        return;
+    send_op(op, p,
+            json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:s}", "type", "create", "container_id", id,
+                      "bundle", sl_rec_str(ctr->rec, "bundle"), "tty", c->tty, "stdin", c->stdin,
+                      "stdin_once", c->stdin_once, "log_path", sl_rec_str(ctr->rec, "log_path")));
+}
+
+/* ---- start, stop, remove, reopen ---- */
+
+static void simple_op(sl_grpc_call *call, sl_rt *rt, const char *id, int kind, json_t *req)
+{
+    sl_ctr *c = find_ctr(call, rt, id);
+    if (!c) {
+        json_decref(req);
+        return;
+    }
+    ctr_op *op = new_op(call, rt, id, kind);
+    if (!op) {
+        json_decref(req);
+        return;
+    }
+    send_op(op, sl_model_pod(&rt->model, c->pod_id), req);
+}
+
+void sl_cri_start_container(sl_grpc_call *call, void *arg)
+{
+    const Runtime__V1__StartContainerRequest *req = (const void *)sl_grpc_call_request(call);
+    simple_op(call, cri_rt(arg), req->container_id, OP_START,
+              json_pack("{s:s, s:s}", "type", "start", "container_id", req->container_id));
+}
+
+void sl_cri_stop_container(sl_grpc_call *call, void *arg)
+{
+    const Runtime__V1__StopContainerRequest *req = (const void *)sl_grpc_call_request(call);
+    int64_t t = req->timeout < 0 ? 0 : req->timeout;
+    simple_op(call, cri_rt(arg), req->container_id, OP_STOP,
+              json_pack("{s:s, s:s, s:I}", "type", "stop", "container_id", req->container_id,
+                        "timeout", (json_int_t)t));
+}
+
+void sl_cri_remove_container(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__RemoveContainerRequest *req = (const void *)sl_grpc_call_request(call);
+    if (!sl_model_ctr(&rt->model, req->container_id)) { /* idempotent */
+        reply_empty(call);
+        return;
+    }
+    /* A running container is killed first, as the CRI asks. */
+    simple_op(call, rt, req->container_id, OP_REMOVE_STOP,
+              json_pack("{s:s, s:s, s:i}", "type", "stop", "container_id", req->container_id,
+                        "timeout", 0));
+}
+
+void sl_cri_reopen_log(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__ReopenContainerLogRequest *req = (const void *)sl_grpc_call_request(call);
+    sl_ctr *c = find_ctr(call, rt, req->container_id);
+    if (!c)
+        return;
+    sl_ctr_status st;
+    sl_model_ctr_status(&rt->model, c, &st);
+    if (st.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING) {
+        sl_grpc_call_fail(call, SL_GRPC_FAILED_PRECONDITION, "container \"%s\" is not running",
+                          c->id);
+        return;
+    }
+    simple_op(call, rt, c->id, OP_REOPEN,
+              json_pack("{s:s, s:s}", "type", "reopen_log", "container_id", c->id));
+}

@@ -1,0 +1,116 @@
+/* ContainerStatus and ListContainers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cri/cri_util.h"
+
+/* The reason the kubelet shows for an exited container. */
+static const char *exit_reason(const sl_ctr_status *st)
+{
+    if (st->state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED)
+        return "";
+    if (*st->reason)
+        return st->reason;
+    return st->exit_code == 0 ? "Completed" : "Error";
+}
+
+void sl_cri_container_status(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__ContainerStatusRequest *req = (const void *)sl_grpc_call_request(call);
+    sl_ctr *c = sl_model_ctr(&rt->model, req->container_id);
+    if (!c) {
+        sl_grpc_call_fail(call, SL_GRPC_NOT_FOUND, "container \"%s\" not found", req->container_id);
+        return;
+    }
+    sl_ctr_status live;
+    sl_model_ctr_status(&rt->model, c, &live);
+    Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
+    image.image = (char *)sl_rec_str(c->rec, "image_name");
+    Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;
+    st.id = c->id;
+    st.metadata = c->config->metadata;
+    st.state = live.state;
+    st.created_at = c->created_at;
+    st.started_at = live.started_at;
+    st.finished_at = live.finished_at;
+    st.exit_code = (int32_t)live.exit_code;
+    st.image = &image;
+    st.image_ref = (char *)sl_rec_str(c->rec, "image_ref");
+    st.image_id = (char *)sl_rec_str(c->rec, "image_id");
+    st.reason = (char *)exit_reason(&live);
+    st.n_labels = c->config->n_labels;
+    st.labels = (Runtime__V1__ContainerStatus__LabelsEntry **)c->config->labels;
+    st.n_annotations = c->config->n_annotations;
+    st.annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **)c->config->annotations;
+    st.n_mounts = c->config->n_mounts;
+    st.mounts = c->config->mounts;
+    st.log_path = (char *)sl_rec_str(c->rec, "log_path");
+    Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
+    resp.status = &st;
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+static bool ctr_matches(const sl_ctr *c, int state, const Runtime__V1__ContainerFilter *f)
+{
+    if (!f)
+        return true;
+    if (*f->id && strncmp(c->id, f->id, strlen(f->id))) /* crictl passes id prefixes */
+        return false;
+    if (*f->pod_sandbox_id && strncmp(c->pod_id, f->pod_sandbox_id, strlen(f->pod_sandbox_id)))
+        return false;
+    if (f->state && (int)f->state->state != state)
+        return false;
+    return sl_cri_labels_match((sl_kv *const *)c->config->labels, c->config->n_labels,
+                               (sl_kv *const *)f->label_selector, f->n_label_selector);
+}
+
+void sl_cri_list_containers(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__ListContainersRequest *req = (const void *)sl_grpc_call_request(call);
+    size_t n = 0;
+    for (sl_ctr *c = rt->model.ctrs; c; c = c->next)
+        n++;
+    Runtime__V1__Container *items = calloc(n ? n : 1, sizeof(*items));
+    Runtime__V1__Container **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    Runtime__V1__ImageSpec *images = calloc(n ? n : 1, sizeof(*images));
+    if (!items || !ptrs || !images) {
+        free(items);
+        free(ptrs);
+        free(images);
+        sl_grpc_call_fail(call, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        return;
+    }
+    size_t k = 0;
+    for (sl_ctr *c = rt->model.ctrs; c; c = c->next) {
+        sl_ctr_status live;
+        sl_model_ctr_status(&rt->model, c, &live);
+        if (!ctr_matches(c, live.state, req->filter))
+            continue;
+        Runtime__V1__Container *it = &items[k];
+        runtime__v1__container__init(it);
+        runtime__v1__image_spec__init(&images[k]);
+        images[k].image = (char *)sl_rec_str(c->rec, "image_name");
+        it->id = c->id;
+        it->pod_sandbox_id = c->pod_id;
+        it->metadata = c->config->metadata;
+        it->image = &images[k];
+        it->image_ref = (char *)sl_rec_str(c->rec, "image_ref");
+        it->image_id = (char *)sl_rec_str(c->rec, "image_id");
+        it->state = live.state;
+        it->created_at = c->created_at;
+        it->n_labels = c->config->n_labels;
+        it->labels = (Runtime__V1__Container__LabelsEntry **)c->config->labels;
+        it->n_annotations = c->config->n_annotations;
+        it->annotations = (Runtime__V1__Container__AnnotationsEntry **)c->config->annotations;
+        ptrs[k++] = it;
+    }
+    Runtime__V1__ListContainersResponse resp = RUNTIME__V1__LIST_CONTAINERS_RESPONSE__INIT;
+    resp.n_containers = k;
+    resp.containers = ptrs;
+    sl_grpc_call_reply(call, &resp.base);
+    free(items);
+    free(ptrs);
+    free(images);
+}
