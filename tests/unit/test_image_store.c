@@ -144,6 +144,7 @@ typedef struct opts {
     int tamper_config; /* change the config after naming it */
     int wrong_diff_id; /* the config lists a wrong diff id for layer 2 */
     int second_image;  /* OCI: a second image (cmd "two") in the index */
+    const char *alias; /* OCI: the first manifest listed again under this name */
 } opts;
 
 typedef struct built {
@@ -252,6 +253,12 @@ static void write_oci(const char *path, const opts *o, built *b)
         m[n - 1].data[m[n - 1].len / 2] ^= 0x55;
     char *e1 = oci_image(o, o->cmd ? o->cmd : "one", b, &l, m, &n, b->id, b->manifest);
     char *e2 = o->second_image ? oci_image(o, "two", b, &l, m, &n, b->id2, man2) : NULL;
+    if (o->alias)
+        assert_true(asprintf(&e2,
+                             "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+                             "\"digest\":\"%s\",\"annotations\":{\"org.opencontainers.image.ref."
+                             "name\":\"%s\"}}",
+                             b->manifest, o->alias) > 0);
     char *index;
     assert_true(asprintf(&index, "{\"schemaVersion\":2,\"manifests\":[%s%s%s]}", e1, e2 ? "," : "",
                          e2 ? e2 : "") > 0);
@@ -531,6 +538,14 @@ static void test_import_oci(void **state)
     assert_absent(f, ref);
     assert_null(sl_image_store_find(f->s, "Bad:Ref:", &e));
     assert_int_equal(e.errnum, EINVAL);
+    /* the same manifest listed twice: one image, both names */
+    opts o2 = {.name = "localhost/sluice/test:v1", .alias = "example.com/test:alias"};
+    write_oci(wpath(f, "oci2.tar"), &o2, &b);
+    import_ok(f, wpath(f, "oci2.tar"), NULL, 1);
+    img = find_ok(f, "example.com/test:alias");
+    assert_string_equal(img->id, b.id);
+    assert_int_equal(img->n_repo_tags, 2);
+    assert_int_equal(img->n_repo_digests, 2);
 }
 
 static void test_import_docker(void **state)

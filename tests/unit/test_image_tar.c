@@ -629,6 +629,15 @@ static void test_limits(void **state)
     assert_int_equal(unpack(f, &b, &lim, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "path over 16 bytes"));
     free(b.p);
+    char deeper[2 * 300];
+    for (int i = 0; i < 257; i++)
+        memcpy(deeper + 2 * i, "a/", 2);
+    deeper[2 * 257 - 1] = '\0';
+    const ent too_deep[] = {{.path = deeper, .type = AE_IFREG}};
+    b = make_tar(too_deep, 1, 0);
+    assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
+    assert_non_null(strstr(e.msg, "over 256 levels deep"));
+    free(b.p);
 }
 
 /* A gzip bomb: a small blob that inflates past the budget stops early. */

@@ -74,10 +74,11 @@ int sl_strv_from_json(sl_strv *sv, const json_t *arr)
         return 0;
     if (!json_is_array(arr))
         return -1;
-    size_t i;
-    json_t *item;
-    json_array_foreach(arr, i, item) if (!json_is_string(item) ||
-                                         sl_strv_push(sv, json_string_value(item)) < 0) return -1;
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        const json_t *item = json_array_get(arr, i);
+        if (!json_is_string(item) || sl_strv_push(sv, json_string_value(item)) < 0)
+            return -1;
+    }
     return 0;
 }
 

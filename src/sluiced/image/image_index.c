@@ -375,12 +375,18 @@ static int load_doc(sl_image_store *s, const json_t *doc)
     const json_t *v = json_object_get(doc, "version");
     if (!json_is_integer(v) || json_integer_value(v) != SL_INDEX_VERSION)
         return -1;
-    size_t i;
-    const json_t *j;
-    json_array_foreach(json_object_get(doc, "layers"), i, j) if (load_layer(s, j) < 0) return -1;
-    json_array_foreach(json_object_get(doc, "images"), i, j) if (load_image(s, j) < 0) return -1;
-    json_array_foreach(json_object_get(doc, "sources"), i, j) if (load_source(s, j) < 0) return -1;
-    for (i = 0; i < s->nimg; i++)
+    const json_t *lays = json_object_get(doc, "layers"), *imgs = json_object_get(doc, "images");
+    const json_t *srcs = json_object_get(doc, "sources");
+    for (size_t i = 0; i < json_array_size(lays); i++)
+        if (load_layer(s, json_array_get(lays, i)) < 0)
+            return -1;
+    for (size_t i = 0; i < json_array_size(imgs); i++)
+        if (load_image(s, json_array_get(imgs, i)) < 0)
+            return -1;
+    for (size_t i = 0; i < json_array_size(srcs); i++)
+        if (load_source(s, json_array_get(srcs, i)) < 0)
+            return -1;
+    for (size_t i = 0; i < s->nimg; i++)
         if (sl_image_rec_refresh(s, s->img[i]) < 0)
             return -1;
     return 0;

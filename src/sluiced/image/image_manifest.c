@@ -262,10 +262,12 @@ static int oci_descriptor(parse_ctx *c, const json_t *desc, const sl_strv *names
 static int oci_nested(parse_ctx *c, const json_t *idx, const sl_strv *names, int depth,
                       const char *digest)
 {
-    size_t i;
-    const json_t *d;
-    json_array_foreach(json_object_get(idx, "manifests"), i, d)
-    {
+    const json_t *mans = json_object_get(idx, "manifests");
+    if (json_array_size(mans) > SL_IMAGE_MAX_MANIFESTS)
+        return sl_error_set(c->e, EFBIG, "index %s: over %u manifests", digest,
+                            SL_IMAGE_MAX_MANIFESTS);
+    for (size_t i = 0; i < json_array_size(mans); i++) {
+        const json_t *d = json_array_get(mans, i);
         const char *digest_d = jstr(d, "digest");
         if (!sl_digest_valid(digest_d) || !platform_ok(d))
             continue;
@@ -278,10 +280,27 @@ static int oci_nested(parse_ctx *c, const json_t *idx, const sl_strv *names, int
                         PLATFORM_ARCH);
 }
 
+/* A manifest seen before only adds names: an index listing one manifest
+ * many times must not parse it many times. */
+static sl_pending *seen_manifest(parse_ctx *c, const char *digest)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (!strcmp(c->p[i].manifest, digest))
+            return &c->p[i];
+    return NULL;
+}
+
 static int oci_descriptor(parse_ctx *c, const json_t *desc, const sl_strv *names, int depth)
 {
     if (depth > SL_IMAGE_MAX_INDEX_DEPTH)
         return sl_error_set(c->e, EINVAL, "indexes nested over %d deep", SL_IMAGE_MAX_INDEX_DEPTH);
+    const char *dg = jstr(desc, "digest");
+    sl_pending *seen = sl_digest_valid(dg) ? seen_manifest(c, dg) : NULL;
+    for (size_t i = 0; seen && i < names->n; i++)
+        if (add_tag(c, seen, names->v[i]) < 0)
+            return -1;
+    if (seen)
+        return 0;
     const sl_staged *m = find_blob(c, jstr(desc, "digest"), "manifest");
     if (!m)
         return -1;
@@ -319,10 +338,10 @@ static int parse_oci(parse_ctx *c, const sl_staged *index)
         return -1;
     const json_t *mans = json_object_get(doc, "manifests");
     int rc = json_is_array(mans) ? 0 : sl_error_set(c->e, EINVAL, "index.json: no manifests");
-    size_t i;
-    const json_t *d;
-    json_array_foreach(mans, i, d)
-    {
+    if (rc == 0 && json_array_size(mans) > SL_IMAGE_MAX_MANIFESTS)
+        rc = sl_error_set(c->e, EFBIG, "index.json: over %u manifests", SL_IMAGE_MAX_MANIFESTS);
+    for (size_t i = 0; rc == 0 && i < json_array_size(mans); i++) {
+        const json_t *d = json_array_get(mans, i);
         sl_strv names = {0};
         if (rc == 0)
             rc = oci_names(c, d, &names);
@@ -376,13 +395,12 @@ static int docker_image(parse_ctx *c, const json_t *item)
         return -1;
     if (is_new && docker_layers(c, p, layers) < 0)
         return sl_error_wrap(c->e, "image %s", p->id);
-    size_t i;
-    const json_t *t;
-    json_array_foreach(json_object_get(item, "RepoTags"), i,
-                       t) if (!json_is_string(t) ||
-                              add_tag(c, p, json_string_value(t)) <
-                                  0) return sl_error_set(c->e, EINVAL,
-                                                         "manifest.json: bad RepoTags");
+    const json_t *tags = json_object_get(item, "RepoTags");
+    for (size_t i = 0; i < json_array_size(tags); i++) {
+        const char *t = json_string_value(json_array_get(tags, i));
+        if (!t || add_tag(c, p, t) < 0)
+            return sl_error_set(c->e, EINVAL, "manifest.json: bad RepoTags");
+    }
     return 0;
 }
 
@@ -392,9 +410,10 @@ static int parse_docker(parse_ctx *c, const sl_staged *manifest)
     if (sl_stage_json(c->st, manifest, &doc, NULL, NULL, c->e) < 0)
         return -1;
     int rc = json_is_array(doc) ? 0 : sl_error_set(c->e, EINVAL, "manifest.json: not an array");
-    size_t i;
-    const json_t *item;
-    json_array_foreach(doc, i, item) if (rc == 0) rc = docker_image(c, item);
+    if (rc == 0 && json_array_size(doc) > SL_IMAGE_MAX_MANIFESTS)
+        rc = sl_error_set(c->e, EFBIG, "manifest.json: over %u images", SL_IMAGE_MAX_MANIFESTS);
+    for (size_t i = 0; rc == 0 && i < json_array_size(doc); i++)
+        rc = docker_image(c, json_array_get(doc, i));
     json_decref(doc);
     return rc;
 }

@@ -44,6 +44,8 @@
 #define SL_IMAGE_MAX_JSON (4u << 20)
 /* Bytes of images.json. */
 #define SL_IMAGE_MAX_INDEX (64u << 20)
+/* Entries of one index.json (or nested index) or docker manifest.json. */
+#define SL_IMAGE_MAX_MANIFESTS 1000u
 /* Nesting of OCI indexes (index -> index -> manifest). */
 #define SL_IMAGE_MAX_INDEX_DEPTH 2
 

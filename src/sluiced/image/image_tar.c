@@ -65,7 +65,7 @@ int sl_layer_path_clean(const char *name, size_t max_path, char *out, size_t out
 {
     if (name[0] == '/')
         return sl_error_set(e, EINVAL, "%.200s: absolute path", name);
-    size_t o = 0;
+    size_t o = 0, depth = 0;
     const char *p = name;
     while (*p) {
         const char *end = strchr(p, '/');
@@ -79,6 +79,9 @@ int sl_layer_path_clean(const char *name, size_t max_path, char *out, size_t out
         if (n > 0 && !(n == 1 && p[0] == '.')) {
             if (len >= outlen || len >= max_path)
                 return sl_error_set(e, ENAMETOOLONG, "%.200s: path over %zu bytes", name, max_path);
+            if (++depth > SL_LAYER_MAX_DEPTH)
+                return sl_error_set(e, ENAMETOOLONG, "%.200s: over %u levels deep", name,
+                                    SL_LAYER_MAX_DEPTH);
             if (o)
                 out[o++] = '/';
             memcpy(out + o, p, n);

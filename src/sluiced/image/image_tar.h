@@ -28,6 +28,9 @@
 #define SL_LAYER_DEFAULT_MAX_PATH 4096u          /* bytes of one entry path */
 /* Longest path component (NAME_MAX of Linux file systems). */
 #define SL_LAYER_MAX_NAME 255u
+/* Deepest path: recursive removal and usage walks hold one directory fd per
+ * level, so depth is bounded well under the usual 1024 open files. */
+#define SL_LAYER_MAX_DEPTH 256u
 /* Bytes read from the decompressor per callback. */
 #define SL_LAYER_READ_CHUNK 65536u
 /* "sha256:" + 64 hex + NUL */
@@ -83,7 +86,8 @@ int sl_layer_unpack_fd(int fd, sl_layer_compression comp, int dest_dirfd,
 
 /* Normalises a tar member name into out (size outlen): drops leading "./",
  * empty and "." components and a trailing '/'. Returns 0, or -1 with *e for
- * an absolute path, a ".." component, a component over SL_LAYER_MAX_NAME, or
+ * an absolute path, a ".." component, a component over SL_LAYER_MAX_NAME,
+ * over SL_LAYER_MAX_DEPTH components, or
  * a result of max_path bytes or more. The layer root normalises to "". */
 int sl_layer_path_clean(const char *name, size_t max_path, char *out, size_t outlen, sl_error *e);
 
