@@ -219,6 +219,14 @@ sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn 
     m->next_id = 1;
     sl_mon_conn_init(&m->conn, fd);
     update_poll(m);
+    /* Every connection starts with hello (the protocol's version check);
+     * requests after it are ordered behind it. */
+    if (sl_monc_request(m,
+                        json_pack("{s:s, s:i}", "type", "hello", "version", SL_MON_PROTO_VERSION),
+                        NULL, 0, NULL, NULL, e) < 0) {
+        sl_monc_close(m);
+        return NULL;
+    }
     return m;
 }
 

@@ -110,8 +110,13 @@ int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e)
         return sl_error_set(e, errno, "pipe");
     }
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        /* Only the parent's end may keep "done" open, or the child never
+         * sees EOF on it. */
+        close(ready[0]);
+        close(done[1]);
         child(flags, o->hostname, ready[1], done[0]);
+    }
     close(ready[1]);
     close(done[0]);
     int rc = 0;
