@@ -177,13 +177,8 @@ static int start(mon *m, sl_error *e)
     return sl_write_file_atomic(m->pid_path, pid, (size_t)n, 0644, e);
 }
 
-static void finish(mon *m)
+static void free_paths(mon *m)
 {
-    mon_server_stop(m);
-    if (m->pid_path)
-        unlink(m->pid_path);
-    mon_signals_stop(m);
-    sl_mloop_free(m->loop);
     free(m->pod_id);
     free(m->run_dir);
     free(m->state_dir);
@@ -191,6 +186,16 @@ static void finish(mon *m)
     free(m->runc_root);
     free(m->sock_path);
     free(m->pid_path);
+}
+
+static void finish(mon *m)
+{
+    mon_server_stop(m);
+    if (m->pid_path)
+        unlink(m->pid_path);
+    mon_signals_stop(m);
+    sl_mloop_free(m->loop);
+    free_paths(m);
     if (m->devnull >= 0)
         close(m->devnull);
 }
@@ -223,6 +228,7 @@ int main(int argc, char **argv)
     int ready[2] = {-1, -1};
     if (setup_paths(&m, &o, &e) < 0 || (!o.foreground && pipe2(ready, O_CLOEXEC) < 0)) {
         fprintf(stderr, "sluice-mon: %s\n", e.msg[0] ? e.msg : strerror(errno));
+        free_paths(&m);
         return 1;
     }
     if (!o.foreground) {
@@ -230,7 +236,10 @@ int main(int argc, char **argv)
         pid_t pid = fork();
         if (pid != 0) {
             close(ready[1]);
-            return pid < 0 ? 1 : wait_ready(ready[0], pid);
+            free_paths(&m);
+            int rc = pid < 0 ? 1 : wait_ready(ready[0], pid);
+            close(ready[0]);
+            return rc;
         }
         close(ready[0]);
     }

@@ -270,21 +270,20 @@ int main(int argc, char **argv)
     sl_mon_conn_init(&c.conn, fd);
     json_int_t id = 1;
     json_t *hello = json_pack("{s:s, s:i}", "type", "hello", "version", SL_MON_PROTO_VERSION);
-    if (call(&c, hello, id++) != 0)
-        return 1;
+    int rc = call(&c, hello, id++);
     json_decref(hello);
-    for (int i = optind + 1; i < argc; i++) {
+    for (int i = optind + 1; i < argc && rc == 0; i++) {
         json_t *req = json_loads(argv[i], 0, NULL);
         if (!json_is_object(req)) {
             fprintf(stderr, "mon-client: not a JSON object: %s\n", argv[i]);
-            return 2;
+            rc = 2;
+        } else {
+            rc = call(&c, req, id++);
         }
-        int rc = call(&c, req, id++);
         json_decref(req);
-        if (rc != 0)
-            return 1;
     }
-    int rc = relay(&c);
+    if (rc == 0)
+        rc = relay(&c);
     for (size_t i = 0; i < c.nfds; i++)
         if (c.fds[i] >= 0)
             close(c.fds[i]);

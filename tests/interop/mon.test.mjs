@@ -1,0 +1,267 @@
+// sluice-mon with the real runc and busybox bundles (docs/mon-protocol.md):
+// lifecycle and exit records, CRI logs (protocol notes §11), tty, attach
+// with stdin_once (§5.5), exec with an initial terminal size, the attach
+// backlog bound, surviving the death of its parent, shutdown.
+// Skips when not root, or without runc or busybox-static.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  MON, Mon, makeBundle, makeRootfs, parseCriLog, pidAlive, skipReason, waitFor,
+} from './lib/mon.mjs';
+
+const reason = skipReason();
+const LOOP = 'i=0; while [ $i -lt 1000 ]; do echo line $i; i=$((i+1)); done; exit 7';
+// 48 bursts of 250000 bytes: the writer never waits for anyone, and a
+// reader that keeps within the backlog of it (the fast one) sees every byte.
+const BURST = 250000;
+const FAST_BYTES = 48 * BURST;
+const FAST = 'read x; i=0; while [ $i -lt 48 ]; do ' +
+  `yes 0123456789012345678901234567890123456789 | head -c ${BURST}; sleep 0.03; i=$((i+1)); ` +
+  'done; echo END';
+
+describe('sluice-mon with runc', { skip: reason ?? false }, () => {
+  let tmp, rootfs, mon;
+  const logPath = (id) => path.join(tmp, 'logs', `${id}.log`);
+  const bundle = (id, args, opts) => makeBundle(path.join(tmp, `b-${id}`), rootfs, args, opts);
+  const readLog = (id) => parseCriLog(fs.readFileSync(logPath(id), 'utf8'));
+
+  // create + start; resolves with the client (replies, events so far).
+  async function run(id, args, opts = {}, waitExit = false) {
+    const b = bundle(id, args, { terminal: !!opts.tty });
+    return mon.call([
+      { type: 'create', container_id: id, bundle: b, log_path: logPath(id), ...opts },
+      { type: 'start', container_id: id },
+    ], waitExit ? { waitEvent: 'exited', match: `container_id=${id}` } : {});
+  }
+
+  const exitedState = (id) => waitFor(() => mon.statusOf(id).state === 'exited', `${id} exited`);
+
+  before(() => {
+    tmp = fs.mkdtempSync('/tmp/slmon-');
+    rootfs = makeRootfs(path.join(tmp, 'rootfs'));
+    mon = new Mon(path.join(tmp, 'p1'), 'p1').start();
+  });
+
+  after(() => {
+    mon?.kill();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('the starter exits 0 with the pid; the monitor listens, 0600, mon.pid matches', () => {
+    assert.ok(mon.alive(), `monitor ${mon.pid} runs`);
+    const st = fs.statSync(mon.sock);
+    assert.ok(st.isSocket());
+    assert.equal(st.mode & 0o777, 0o600);
+    assert.equal(Number(fs.readFileSync(path.join(mon.runDir, 'mon.pid'), 'utf8')), mon.pid);
+    // detached: its own session, not the test's
+    const stat = fs.readFileSync(`/proc/${mon.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    assert.equal(Number(stat[3]), mon.pid, 'session id is its own pid');
+  });
+
+  test('1000-line container: 1000 F records in the CRI log, exit 7 in the event and status.json',
+    async () => {
+      const c = await run('loop', ['sh', '-c', LOOP], {}, true);
+      const [create, start] = c.replies().slice(1);
+      assert.equal(create.ok, true);
+      assert.equal(start.ok, true);
+      const ev = c.events('exited')[0];
+      assert.equal(ev.exit_code, 7);
+      assert.equal(ev.reason, '');
+      const recs = readLog('loop');
+      assert.equal(recs.length, 1000);
+      recs.forEach((r, i) => {
+        assert.deepEqual([r.stream, r.tag, r.content], ['stdout', 'F', `line ${i}`]);
+      });
+      const st = mon.statusOf('loop');
+      assert.equal(st.state, 'exited');
+      assert.equal(st.exit_code, 7);
+      assert.equal(st.finished_at, ev.finished_at);
+      assert.equal(st.started_at, start.started_at);
+      assert.ok(st.created_at > 1.6e18 && st.created_at <= st.started_at);
+      assert.ok(st.started_at <= st.finished_at);
+    });
+
+  test('create errors are replies: a bad bundle (runc\'s text), a duplicate id, a bad id',
+    async () => {
+      const bad = path.join(tmp, 'no-such-bundle');
+      const c = await mon.call([
+        { type: 'create', container_id: 'bad', bundle: bad, log_path: logPath('bad') },
+      ], { allowFail: true });
+      assert.equal(c.exit.code, 1);
+      assert.equal(c.replies()[1].ok, false);
+      assert.match(c.replies()[1].error, /runc create bad/);
+      const dup = await mon.call([{ type: 'create', container_id: 'loop', bundle: bad }],
+        { allowFail: true });
+      assert.equal(dup.replies()[1].error, 'container exists');
+      const id = await mon.call([{ type: 'create', container_id: '../x', bundle: bad }],
+        { allowFail: true });
+      assert.equal(id.replies()[1].error, 'invalid container_id');
+      const hello = await mon.call([]);
+      assert.deepEqual(hello.replies()[0].containers.map((x) => x.id), ['loop']);
+    });
+
+  test('tty container: attach, resize by session, output in the log without \\r', async () => {
+    await run('tty', ['sh', '-c', 'read x; stty size; echo done-$x'], { tty: true, stdin: true });
+    const a = mon.client([{ type: 'attach', container_id: 'tty', session: 's-tty', stdin: true,
+      stdout: true }], { relay: true });
+    await a.until((x) => x.replies().length === 2, 'attach reply');
+    assert.deepEqual(a.replies()[1].fds, ['stdin', 'stdout']);
+    await mon.call([{ type: 'resize', session: 's-tty', width: 90, height: 20 }]);
+    a.write('go\n');
+    await a.until((x) => x.exit, 'attach ends with the container', 15000);
+    a.end();
+    const out = a.stdout().toString();
+    assert.match(out, /20 90\r\n/);
+    assert.match(out, /done-go\r\n/);
+    await exitedState('tty');
+    const recs = readLog('tty');
+    assert.ok(recs.every((r) => r.stream === 'stdout' && !r.content.endsWith('\r')));
+    assert.ok(recs.some((r) => r.tag === 'F' && r.content === '20 90'), JSON.stringify(recs));
+    assert.ok(recs.some((r) => r.tag === 'F' && r.content === 'done-go'));
+  });
+
+  test('attach to cat: stdin reaches it, output comes back; stdin_once closes its stdin',
+    async () => {
+      await run('cat', ['cat'], { stdin: true, stdin_once: true });
+      const a = mon.client([{ type: 'attach', container_id: 'cat', session: 's-cat', stdin: true,
+        stdout: true, stderr: true }], { relay: true });
+      await a.until((x) => x.replies().length === 2, 'attach reply');
+      assert.deepEqual(a.replies()[1].fds, ['stdin', 'stdout', 'stderr']);
+      a.write('hello cat\n');
+      await a.until((x) => x.stdout().toString() === 'hello cat\n', 'echo from cat');
+      a.end(); // the session's stdin ends: stdin_once closes cat's stdin, cat exits
+      const res = await a.done;
+      assert.equal(res.code, 0);
+      await exitedState('cat');
+      assert.equal(mon.statusOf('cat').exit_code, 0);
+      assert.deepEqual(readLog('cat').map((r) => [r.stream, r.tag, r.content]),
+        [['stdout', 'F', 'hello cat']]);
+    });
+
+  describe('exec', () => {
+    before(() => run('idle', ['sleep', '3600']));
+
+    test('exec sh -c "echo hi; exit 3": output on its pipes, then exec_exited 3', async () => {
+      const c = await mon.call([{ type: 'exec', exec_id: 'e1', container_id: 'idle',
+        cmd: ['sh', '-c', 'echo hi; echo oops >&2; exit 3'], stdout: true, stderr: true }],
+      { relay: true, waitEvent: 'exec_exited', match: 'exec_id=e1' });
+      assert.deepEqual(c.replies()[1].fds, ['stdout', 'stderr']);
+      assert.equal(c.stdout().toString(), 'hi\n');
+      assert.equal(c.err, 'oops\n');
+      assert.equal(c.events('exec_exited')[0].exit_code, 3);
+    });
+
+    test('exec with a tty and 100x30: stty size says "30 100" without any resize', async () => {
+      const c = await mon.call([{ type: 'exec', exec_id: 'e2', container_id: 'idle',
+        cmd: ['stty', 'size'], tty: true, stdout: true, width: 100, height: 30 }],
+      { relay: true, waitEvent: 'exec_exited', match: 'exec_id=e2' });
+      assert.deepEqual(c.replies()[1].fds, ['tty']);
+      assert.equal(c.stdout().toString(), '30 100\r\n');
+      assert.equal(c.events('exec_exited')[0].exit_code, 0);
+    });
+
+    test('kill_exec ends a running exec (137); unknown execs are fine', async () => {
+      const x = mon.client([{ type: 'exec', exec_id: 'e3', container_id: 'idle',
+        cmd: ['sleep', '3600'], stdout: true }],
+      { relay: true, waitEvent: 'exec_exited', match: 'exec_id=e3' });
+      await x.until((c) => c.replies().length === 2, 'exec reply');
+      await new Promise((r) => setTimeout(r, 300)); // let the pid file appear
+      await mon.call([{ type: 'kill_exec', exec_id: 'e3' }, { type: 'kill_exec', exec_id: 'nope' }]);
+      await x.done;
+      assert.equal(x.events('exec_exited')[0].exit_code, 137);
+    });
+
+    test('stop with a timeout: TERM is ignored by pid 1, KILL follows (137); remove',
+      async () => {
+        const t0 = Date.now();
+        const c = await mon.call([{ type: 'stop', container_id: 'idle', timeout: 1 }]);
+        assert.ok(Date.now() - t0 >= 900, 'waited for the timeout');
+        assert.equal(c.replies()[1].exit_code, 137);
+        const again = await mon.call([{ type: 'stop', container_id: 'idle', timeout: 10 },
+          { type: 'remove', container_id: 'idle' }, { type: 'remove', container_id: 'idle' }]);
+        assert.equal(again.replies()[1].exit_code, 137); // idempotent, at once
+        assert.ok(!fs.existsSync(path.join(mon.stateDir, 'containers/idle/status.json')));
+      });
+  });
+
+  test('a client that never reads is ended at the backlog bound; the fast one and the log ' +
+    'get every byte', async () => {
+    await run('fast', ['sh', '-c', FAST], { stdin: true });
+    const slow = mon.client([{ type: 'attach', container_id: 'fast', session: 'slow',
+      stdout: true }], { noRead: true, waitEvent: 'attach_ended', match: 'session=slow' });
+    await slow.until((x) => x.replies().length === 2, 'slow attach reply');
+    const fast = mon.client([{ type: 'attach', container_id: 'fast', session: 'fast',
+      stdin: true, stdout: true }], { relay: true, timeout: 60000 });
+    await fast.until((x) => x.replies().length === 2, 'fast attach reply');
+    fast.write('go\n');
+    assert.equal((await slow.done).code, 0);
+    const ended = slow.events('attach_ended')[0];
+    assert.equal(ended.session, 'slow');
+    assert.match(ended.error, /fell more than 4194304 bytes behind/);
+    await fast.until((x) => x.exit, 'fast client done', 60000);
+    fast.end();
+    const out = fast.stdout();
+    assert.equal(out.length, FAST_BYTES + 4);
+    assert.equal(out.subarray(0, 41).toString(), '0123456789012345678901234567890123456789\n');
+    assert.equal(out.subarray(-4).toString(), 'END\n');
+    await exitedState('fast');
+    // the log reassembles to the same bytes (P records continue a line)
+    const text = readLog('fast').map((r) => r.content + (r.tag === 'F' ? '\n' : '')).join('');
+    assert.equal(text.length, out.length);
+    assert.ok(Buffer.from(text).equals(out));
+  });
+
+  test('kill -9 of the monitor\'s parent leaves the monitor and its containers running',
+    async () => {
+      const m2 = new Mon(path.join(tmp, 'p2'), 'p2');
+      fs.mkdirSync(m2.runDir, { recursive: true });
+      const parent = spawn('sh', ['-c', '"$0" "$@" --foreground >/dev/null 2>>"$RUN/mon.log" & ' +
+        'echo $!; wait', MON, ...m2.args()], {
+        detached: true, stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, RUN: m2.runDir },
+      });
+      try {
+        m2.pid = Number(await new Promise((resolve) => parent.stdout.once('data', resolve)));
+        await waitFor(() => fs.existsSync(m2.sock), 'p2 socket');
+        const b = bundle('sleeper', ['sleep', '3600']);
+        await m2.call([{ type: 'create', container_id: 'sleeper', bundle: b },
+          { type: 'start', container_id: 'sleeper' }]);
+        const cpid = m2.statusOf('sleeper').pid;
+        const gone = new Promise((resolve) => parent.on('exit', resolve));
+        process.kill(-parent.pid, 'SIGKILL'); // the parent's whole process group
+        await gone;
+        await new Promise((r) => setTimeout(r, 300));
+        assert.ok(m2.alive(), 'the monitor survived');
+        assert.ok(pidAlive(cpid), 'the container survived');
+        const hello = await m2.call([]);
+        assert.equal(hello.replies()[0].containers[0].state, 'running');
+        const sd = await m2.call([{ type: 'shutdown' }]);
+        assert.equal(sd.replies()[1].ok, true);
+        await waitFor(() => !m2.alive(), 'p2 monitor exit');
+        assert.ok(!pidAlive(cpid), 'shutdown killed the container');
+        assert.equal(m2.sanitizerReport(), null);
+      } finally {
+        m2.kill();
+      }
+    });
+
+  test('shutdown stops every container, removes runc state, socket and pid file; clean exit',
+    async () => {
+      await run('last', ['sleep', '3600']);
+      const cpid = mon.statusOf('last').pid;
+      const c = await mon.call([{ type: 'shutdown' }], { waitEvent: 'exited' });
+      assert.equal(c.replies()[1].ok, true);
+      assert.equal(c.events('exited')[0].container_id, 'last');
+      await waitFor(() => !mon.alive(), 'monitor exit');
+      assert.ok(!pidAlive(cpid));
+      assert.ok(!fs.existsSync(mon.sock));
+      assert.ok(!fs.existsSync(path.join(mon.runDir, 'mon.pid')));
+      const list = spawnSync('runc', ['--root', path.join(mon.runDir, 'runc'), 'list', '-q'],
+        { encoding: 'utf8' });
+      assert.equal(list.stdout.trim(), '');
+      assert.equal(mon.sanitizerReport(), null);
+      assert.match(mon.log(), /shutdown complete/);
+    });
+});
