@@ -20,7 +20,7 @@
 #define SL_MON_DRAIN_MS 2000           /* wait for output EOF after a process exited */
 #define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */
 #define SL_MON_MAX_CONNS 16            /* control connections at once */
-#define SL_MON_MAX_CONTAINERS 256
+#define SL_MON_MAX_CONTAINERS 128      /* hello lists them all in one message */
 #define SL_MON_MAX_EXECS 256
 #define SL_MON_MAX_SESSIONS 64                      /* attach sessions per container */
 #define SL_MON_MAX_STOP_TIMEOUT 86400               /* seconds */
@@ -106,7 +106,8 @@ struct mon_exec {
     bool tty;
     pid_t pid; /* the exec'd process, from the pid file; 0 = not known */
     mon_job *job;
-    bool runc_done, kill_pending;
+    bool exited;   /* the exit code is known */
+    bool detached; /* tty: runc exec --detach, the process is reaped here */
     int exit_code;
     mon_console *console;
     int master;         /* tty: our copy of the PTY master, -1 */
@@ -235,6 +236,8 @@ void mon_exec_kill(mon *m, mon_req *r, const json_t *msg);
 void mon_resize(mon *m, mon_req *r, const json_t *msg);
 /* Kills every exec (shutdown / container removal); ctr_id NULL = all. */
 void mon_exec_kill_all(mon *m, const char *ctr_id);
+/* Called by the reaper: true when pid was a detached exec's process. */
+bool mon_exec_reaped(mon *m, pid_t pid, int status);
 
 /* TIOCSWINSZ; 0 or -1. */
 int mon_set_winsize(int fd, int w, int h);

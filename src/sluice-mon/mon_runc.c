@@ -54,7 +54,8 @@ static void child_exec(char *const argv[], const int fds[3])
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* ignored dispositions survive exec */
+    signal(SIGHUP, SIG_DFL);
     for (int i = 0; i < 3; i++) {
         if (fds[i] == i)
             fcntl(i, F_SETFD, 0);

@@ -103,6 +103,32 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.deepEqual(hello.replies()[0].containers.map((x) => x.id), ['loop']);
     });
 
+  test('bad requests get ok:false; a malformed packet gets id:null and ends only its ' +
+    'connection', async () => {
+    const err = async (reqs, opts = {}) => {
+      const c = await mon.call(reqs, { allowFail: true, ...opts });
+      assert.equal(c.exit.code, 1, JSON.stringify(c.messages));
+      return c.replies().at(-1);
+    };
+    assert.equal((await err([{ type: 'start', container_id: 'loop' }], { noHello: true })).error,
+      'the first request must be hello');
+    assert.match((await err([{ type: 'frobnicate' }])).error, /unknown request type/);
+    assert.match((await err([{ type: 'stop', container_id: 'loop', timeout: 'soon' }])).error,
+      /timeout must be/);
+    assert.match((await err([{ type: 'hello', version: 2 }])).error, /unsupported protocol/);
+    assert.equal((await err([{ type: 'start', id: 'x' }])).error,
+      'request without a numeric id');
+    assert.match((await err([{ type: 'exec', exec_id: 'e', container_id: 'loop', cmd: [] }]))
+      .error, /cmd must be a non-empty array/);
+    for (const raw of ['not json', '{"id":1}', '{"type":"hello","type":"x"}', '[1]']) {
+      const r = await err([raw], { raw: true });
+      assert.deepEqual([r.id, r.ok], [null, false], raw);
+    }
+    assert.ok(mon.alive());
+    const hello = await mon.call([]);
+    assert.equal(hello.replies()[0].pod_id, 'p1');
+  });
+
   test('tty container: attach, resize by session, output in the log without \\r', async () => {
     await run('tty', ['sh', '-c', 'read x; stty size; echo done-$x'], { tty: true, stdin: true });
     const a = mon.client([{ type: 'attach', container_id: 'tty', session: 's-tty', stdin: true,
@@ -140,6 +166,29 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.deepEqual(readLog('cat').map((r) => [r.stream, r.tag, r.content]),
         [['stdout', 'F', 'hello cat']]);
     });
+
+  test('reopen_log after rotation: new records go to the new file', async () => {
+    await run('rot', ['cat'], { stdin: true });
+    const a = mon.client([{ type: 'attach', container_id: 'rot', session: 's-rot', stdin: true,
+      stdout: true }], { relay: true });
+    await a.until((x) => x.replies().length === 2, 'attach reply');
+    a.write('one\n');
+    await a.until((x) => x.stdout().toString() === 'one\n', 'first echo');
+    await waitFor(() => fs.readFileSync(logPath('rot'), 'utf8').includes(' F one'), 'first record');
+    fs.renameSync(logPath('rot'), `${logPath('rot')}.1`);
+    await mon.call([{ type: 'reopen_log', container_id: 'rot' }]);
+    a.write('two\n');
+    await a.until((x) => x.stdout().toString() === 'one\ntwo\n', 'second echo');
+    await waitFor(() => fs.existsSync(logPath('rot')) &&
+      fs.readFileSync(logPath('rot'), 'utf8').includes(' F two'), 'second record');
+    assert.deepEqual(readLog('rot').map((r) => r.content), ['two']);
+    assert.deepEqual(parseCriLog(fs.readFileSync(`${logPath('rot')}.1`, 'utf8'))
+      .map((r) => r.content), ['one']);
+    const rm = await mon.call([{ type: 'remove', container_id: 'rot' }]);
+    assert.equal(rm.replies()[1].ok, true);
+    assert.equal((await a.done).code, 0); // output EOF: the container is gone
+    a.end();
+  });
 
   describe('exec', () => {
     before(() => run('idle', ['sleep', '3600']));

@@ -10,7 +10,8 @@
  * stdin -> "stdin"/"tty", "stdout"/"tty" -> stdout, "stderr" -> stderr,
  * until every output reached EOF. --no-read keeps the output fds unread
  * (a client that falls behind). --wait-event TYPE keeps the connection
- * until an event of that type (and --match KEY=VALUE) arrived.
+ * until an event of that type (and --match KEY=VALUE) arrived. --no-hello
+ * skips the hello; --raw sends each request byte for byte (bad packets).
  * Exit: 0 done, 1 request failed, 2 usage/connection, 3 timeout. */
 #include <errno.h>
 #include <getopt.h>
@@ -30,7 +31,7 @@
 
 typedef struct client {
     int jfd;
-    bool relay, no_read;
+    bool relay, no_read, no_hello, raw;
     const char *wait_type, *match_key, *match_value;
     bool event_seen;
     int timeout_ms;
@@ -109,24 +110,17 @@ static int recv_one(client *c, json_t **msg)
     return 0;
 }
 
-/* Sends req with id and waits for its reply. 0 when ok, 1 when not. */
-static int call(client *c, json_t *req, json_int_t id)
+/* Waits for the reply with id want (any reply when any). 0 when ok, 1 when
+ * not, 2 when the connection ended first. */
+static int wait_reply(client *c, json_int_t want, bool any)
 {
-    if (!json_object_get(req, "id"))
-        json_object_set_new(req, "id", json_integer(id));
-    int rc = sl_mon_conn_send(&c->conn, req, NULL, 0);
-    if (rc != SL_OK) {
-        fprintf(stderr, "mon-client: send: %s\n", sl_strerror(rc));
-        exit(2);
-    }
-    json_int_t want = json_integer_value(json_object_get(req, "id"));
     for (;;) {
         json_t *m;
         if (recv_one(c, &m) < 0)
-            exit(2);
+            return 2;
         const char *type = sl_mon_str(m, "type");
         if (type && strcmp(type, "reply") == 0 &&
-            json_integer_value(json_object_get(m, "id")) == want) {
+            (any || json_integer_value(json_object_get(m, "id")) == want)) {
             int ok = json_is_true(json_object_get(m, "ok"));
             json_decref(c->last_reply);
             c->last_reply = m;
@@ -134,6 +128,29 @@ static int call(client *c, json_t *req, json_int_t id)
         }
         json_decref(m);
     }
+}
+
+/* Sends req (an "id" added when missing) and waits for its reply. */
+static int call(client *c, json_t *req, json_int_t id)
+{
+    if (!json_object_get(req, "id"))
+        json_object_set_new(req, "id", json_integer(id));
+    int rc = sl_mon_conn_send(&c->conn, req, NULL, 0);
+    if (rc != SL_OK) {
+        fprintf(stderr, "mon-client: send: %s\n", sl_strerror(rc));
+        return 2;
+    }
+    return wait_reply(c, json_integer_value(json_object_get(req, "id")), false);
+}
+
+/* Sends text as one packet, byte for byte, and waits for any reply. */
+static int call_raw(client *c, const char *text)
+{
+    if (send(c->conn.fd, text, strlen(text), MSG_NOSIGNAL) < 0) {
+        fprintf(stderr, "mon-client: send: %s\n", strerror(errno));
+        return 2;
+    }
+    return wait_reply(c, 0, true);
 }
 
 static int fd_named(const client *c, const char *name)
@@ -215,6 +232,8 @@ static int options(int argc, char **argv, client *c)
     static const struct option longs[] = {{"json-fd", required_argument, NULL, 'j'},
                                           {"relay", no_argument, NULL, 'r'},
                                           {"no-read", no_argument, NULL, 'n'},
+                                          {"no-hello", no_argument, NULL, 'H'},
+                                          {"raw", no_argument, NULL, 'R'},
                                           {"wait-event", required_argument, NULL, 'w'},
                                           {"match", required_argument, NULL, 'm'},
                                           {"timeout", required_argument, NULL, 't'},
@@ -230,6 +249,12 @@ static int options(int argc, char **argv, client *c)
             break;
         case 'n':
             c->no_read = true;
+            break;
+        case 'H':
+            c->no_hello = true;
+            break;
+        case 'R':
+            c->raw = true;
             break;
         case 'w':
             c->wait_type = optarg;
@@ -258,8 +283,10 @@ int main(int argc, char **argv)
     client c = {.jfd = 1, .timeout_ms = 30000};
     clock_gettime(CLOCK_MONOTONIC, &c.start);
     if (options(argc, argv, &c) < 0) {
-        fprintf(stderr, "usage: mon-client [--json-fd N] [--relay] [--no-read] [--wait-event TYPE "
-                        "[--match KEY=VALUE]] [--timeout MS] SOCKET [REQUEST-JSON...]\n");
+        fprintf(stderr,
+                "usage: mon-client [--json-fd N] [--relay] [--no-read] [--no-hello] [--raw] "
+                "[--wait-event TYPE "
+                "[--match KEY=VALUE]] [--timeout MS] SOCKET [REQUEST-JSON...]\n");
         return 2;
     }
     int fd = connect_to(argv[optind]);
@@ -269,12 +296,17 @@ int main(int argc, char **argv)
     }
     sl_mon_conn_init(&c.conn, fd);
     json_int_t id = 1;
-    json_t *hello = json_pack("{s:s, s:i}", "type", "hello", "version", SL_MON_PROTO_VERSION);
-    int rc = call(&c, hello, id++);
-    json_decref(hello);
+    int rc = 0;
+    if (!c.no_hello) {
+        json_t *hello = json_pack("{s:s, s:i}", "type", "hello", "version", SL_MON_PROTO_VERSION);
+        rc = call(&c, hello, id++);
+        json_decref(hello);
+    }
     for (int i = optind + 1; i < argc && rc == 0; i++) {
-        json_t *req = json_loads(argv[i], 0, NULL);
-        if (!json_is_object(req)) {
+        json_t *req = c.raw ? NULL : json_loads(argv[i], 0, NULL);
+        if (c.raw) {
+            rc = call_raw(&c, argv[i]);
+        } else if (!json_is_object(req)) {
             fprintf(stderr, "mon-client: not a JSON object: %s\n", argv[i]);
             rc = 2;
         } else {

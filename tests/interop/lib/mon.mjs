@@ -63,9 +63,11 @@ export class MonClient {
     const args = ['--json-fd', '3', '--timeout', String(opts.timeout ?? 20000)];
     if (opts.relay) args.push('--relay');
     if (opts.noRead) args.push('--no-read');
+    if (opts.noHello) args.push('--no-hello');
+    if (opts.raw) args.push('--raw');
     if (opts.waitEvent) args.push('--wait-event', opts.waitEvent);
     if (opts.match) args.push('--match', opts.match);
-    args.push(sock, ...requests.map((r) => JSON.stringify(r)));
+    args.push(sock, ...requests.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))));
     this.proc = spawn(MON_CLIENT, args, { stdio: ['pipe', 'pipe', 'pipe', 'pipe'] });
     this.messages = [];
     this.out = [];
