@@ -190,6 +190,9 @@ static void free_paths(mon *m)
 
 static void finish(mon *m)
 {
+    mon_exec_release_all(m);
+    mon_ctr_release_all(m);
+    mon_jobs_release_all(m);
     mon_server_stop(m);
     if (m->pid_path)
         unlink(m->pid_path);

@@ -206,6 +206,10 @@ void mon_ctr_outputs_done(mon_ctr *c);
 void mon_shutdown(mon *m, mon_req *r);
 /* Shutdown progress: stops the loop once nothing is left. */
 void mon_shutdown_check(mon *m);
+/* At exit: frees what a timed-out shutdown left (no runc is run). */
+void mon_ctr_release_all(mon *m);
+void mon_exec_release_all(mon *m);
+void mon_jobs_release_all(mon *m);
 
 /* mon_stdio.c: container stdio */
 void mon_io_init(mon_io *io, mon_ctr *c);

@@ -539,3 +539,9 @@ void mon_shutdown_check(mon *m)
     mon_log(MON_INFO, "shutdown complete");
     sl_mloop_stop(m->loop);
 }
+
+void mon_ctr_release_all(mon *m)
+{
+    while (m->ctrs)
+        ctr_free(m->ctrs);
+}

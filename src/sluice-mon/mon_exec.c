@@ -70,7 +70,7 @@ static void drain_cb(void *data)
 /* exec_exited once runc exec exited and the process closed its output. */
 static void maybe_finish(mon_exec *x)
 {
-    if (!x->runc_done)
+    if (!x->exited)
         return;
     if (x->watch_w[0] || x->watch_w[1]) {
         if (!x->drain_timer)
@@ -95,20 +95,48 @@ static void hup_cb(sl_mwatch *w, uint32_t events, void *data)
     maybe_finish(x);
 }
 
+static pid_t exec_pid(mon_exec *x);
+
+static void fail(mon_exec *x, const char *why)
+{
+    mon *m = x->m;
+    mon_reply_err(m, x->reply, "runc exec %s: %s", x->id, *why ? why : "failed");
+    x->reply = NULL;
+    exec_free(x);
+    mon_shutdown_check(m);
+}
+
 static void exec_done(mon *m, int status, const char *err, void *data)
 {
     mon_exec *x = data;
     x->job = NULL;
-    x->runc_done = true;
-    x->exit_code = mon_exit_code(status);
-    if (x->reply) { /* the terminal never came: the exec failed */
-        mon_reply_err(m, x->reply, "runc exec %s: %s", x->id, *err ? err : "failed");
-        x->reply = NULL;
-        exec_free(x);
-        mon_shutdown_check(m);
+    bool ok = status == 0 && (!x->detached || exec_pid(x) > 0);
+    if (x->reply && (!ok || !x->console)) {
+        fail(x, ok ? "no terminal came on the console socket" : err);
         return;
     }
+    if (ok && x->detached) { /* the process is ours to reap now */
+        int st;
+        if (mon_unclaimed_take(m, x->pid, &st))
+            mon_exec_reaped(m, x->pid, st);
+        return;
+    }
+    x->exited = true;
+    x->exit_code = mon_exit_code(status);
     maybe_finish(x);
+}
+
+bool mon_exec_reaped(mon *m, pid_t pid, int status)
+{
+    for (mon_exec *x = m->execs; x; x = x->next) {
+        if (x->detached && !x->exited && !x->job && x->pid == pid) {
+            x->exited = true;
+            x->exit_code = mon_exit_code(status);
+            maybe_finish(x);
+            return true;
+        }
+    }
+    return false;
 }
 
 static int watch_hup(mon_exec *x, int i, int fd)
@@ -124,8 +152,11 @@ static void console_cb(mon *m, int master, void *data)
     mon_exec *x = data;
     mon_console_free(x->console);
     x->console = NULL;
-    if (master < 0)
-        return; /* exec_done reports runc's error */
+    if (master < 0) {
+        if (!x->job && x->reply) /* else exec_done reports runc's error */
+            fail(x, "no terminal came on the console socket");
+        return;
+    }
     x->master = master;
     if (x->want_w > 0 && x->want_h > 0)
         mon_set_winsize(master, x->want_w, x->want_h);
@@ -253,6 +284,7 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     snprintf(x->id, sizeof(x->id), "%s", a->id);
     snprintf(x->ctr_id, sizeof(x->ctr_id), "%s", a->c->id);
     x->tty = a->tty;
+    x->detached = a->tty;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
     char *base = sl_path_join(m->run_dir, "exec");
     x->dir = base ? sl_path_join(base, a->id) : NULL;
@@ -280,8 +312,8 @@ static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
     SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
     const char *args[12] = {"exec", "--process", proc, "--pid-file", x->pid_file};
     int n = 5;
-    if (x->console) {
-        args[n++] = "--tty";
+    if (x->console) { /* runc takes a console socket only when detaching */
+        args[n++] = "--detach";
         args[n++] = "--console-socket";
         args[n++] = mon_console_path(x->console);
     }
@@ -357,7 +389,7 @@ static void kill_cb(void *data);
 /* SIGKILL the exec'd process; before its pid file exists, retry. */
 static void kill_exec(mon_exec *x)
 {
-    if (x->runc_done)
+    if (x->exited)
         return;
     if (exec_pid(x) > 0) {
         kill(x->pid, SIGKILL);
@@ -422,4 +454,10 @@ void mon_resize(mon *m, mon_req *r, const json_t *msg)
         return;
     }
     mon_reply(m, r, NULL, NULL, NULL, 0);
+}
+
+void mon_exec_release_all(mon *m)
+{
+    while (m->execs)
+        exec_free(m->execs);
 }

@@ -171,3 +171,14 @@ bool mon_jobs_reaped(mon *m, pid_t pid, int status)
     }
     return false;
 }
+
+void mon_jobs_release_all(mon *m)
+{
+    while (m->jobs) {
+        mon_job *j = m->jobs;
+        m->jobs = j->next;
+        if (j->errfd >= 0)
+            close(j->errfd);
+        free(j);
+    }
+}
