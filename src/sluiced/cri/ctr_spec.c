@@ -128,6 +128,25 @@ static int resolve_user(const Runtime__V1__ContainerConfig *c, const sl_image_co
     return *ic->user ? parse_ids(rootfs, ic->user, uid, gid, e) : 0;
 }
 
+/* Adds the pod's namespaces and the security settings, then builds. */
+static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error *e)
+{
+    const Runtime__V1__ContainerConfig *c = in->config;
+    SL_AUTOFREE char *net = sl_pod_ns_path(in->ns_dir, "net");
+    SL_AUTOFREE char *ipc = sl_pod_ns_path(in->ns_dir, "ipc");
+    SL_AUTOFREE char *uts = sl_pod_ns_path(in->ns_dir, "uts");
+    oi->netns = net;
+    oi->ipcns = ipc;
+    oi->utsns = uts;
+    oi->hostname = in->hostname;
+    oi->cgroups_path = in->cgroups_path;
+    const Runtime__V1__LinuxContainerSecurityContext *sc =
+        c->linux ? c->linux->security_context : NULL;
+    oi->privileged = sc && sc->privileged;
+    oi->readonly_rootfs = sc && sc->readonly_rootfs;
+    return sl_oci_spec_build(oi, e);
+}
+
 char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
 {
     const Runtime__V1__ContainerConfig *c = in->config;
@@ -162,19 +181,7 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     }
     oi.mounts = mounts;
     oi.nmounts = nm;
-    SL_AUTOFREE char *net = sl_pod_ns_path(in->ns_dir, "net");
-    SL_AUTOFREE char *ipc = sl_pod_ns_path(in->ns_dir, "ipc");
-    SL_AUTOFREE char *uts = sl_pod_ns_path(in->ns_dir, "uts");
-    oi.netns = net;
-    oi.ipcns = ipc;
-    oi.utsns = uts;
-    oi.hostname = in->hostname;
-    oi.cgroups_path = in->cgroups_path;
-    const Runtime__V1__LinuxContainerSecurityContext *sc =
-        c->linux ? c->linux->security_context : NULL;
-    oi.privileged = sc && sc->privileged;
-    oi.readonly_rootfs = sc && sc->readonly_rootfs;
-    spec = sl_oci_spec_build(&oi, e);
+    spec = build_with_pod(in, &oi, e);
 out:
     for (size_t i = 0; owned && i < c->n_envs; i++)
         free(owned[i]);
