@@ -311,7 +311,7 @@ static void import_cleanup(import_ctx *c, int failed)
         if (failed && c->nl[i].placed) {
             SL_AUTOFREE char *dst = sl_index_layer_dir(c->s, c->nl[i].diff_id);
             if (dst && !sl_index_layer(c->s, c->nl[i].diff_id))
-                sl_rm_rf(dst, NULL);
+                sl_store_discard_dir(c->s, dst, NULL);
         }
         if (c->nl[i].tmp && !c->nl[i].placed)
             sl_rm_rf(c->nl[i].tmp, NULL);

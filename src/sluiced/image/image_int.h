@@ -166,5 +166,8 @@ const sl_source_rec *sl_index_source(const sl_image_store *s, const char *path);
 /* Absolute path of a layer directory (malloc'd). */
 char *sl_index_layer_dir(const sl_image_store *s, const char *diff_id);
 char *sl_index_blob_path(const sl_image_store *s, const char *digest);
+/* Renames dir into tmp/, then deletes it: a half-deleted layer is never
+ * found under layers/. A missing dir is fine. Returns 0 or -1 (*e). */
+int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e);
 
 #endif

@@ -147,7 +147,7 @@ static int image_complete(const sl_image_store *s, const sl_image_rec *r)
 
 /* Moves a directory out of sight (into tmp/) before deleting it, so a
  * half-deleted layer is never found under layers/. */
-static int discard_dir(sl_image_store *s, const char *dir, sl_error *e)
+int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e)
 {
     char tmpl[64];
     snprintf(tmpl, sizeof(tmpl), "gc-XXXXXX");
@@ -170,7 +170,7 @@ static int drop_unused_layer(sl_image_store *s, const char *name, void *arg)
     if (sl_digest_valid(id) && sl_index_layer_users(s, id) > 0)
         return 0;
     SL_AUTOFREE char *p = sl_path_join(s->layers_dir, name);
-    if (p && discard_dir(s, p, arg) == 0)
+    if (p && sl_store_discard_dir(s, p, arg) == 0)
         s->rec.layers_removed++;
     return 0;
 }
@@ -395,7 +395,7 @@ static int delete_image(sl_image_store *s, size_t i, sl_error *e)
     for (size_t k = 0; k < layers.n; k++) {
         SL_AUTOFREE char *dir = sl_index_layer_dir(s, layers.v[k]);
         if (dir && !sl_index_layer(s, layers.v[k]))
-            discard_dir(s, dir, NULL); /* a leftover is removed at the next open */
+            sl_store_discard_dir(s, dir, NULL); /* a leftover is removed at the next open */
     }
     const char *blobs[2] = {id, man};
     for (size_t k = 0; k < 2; k++) {
