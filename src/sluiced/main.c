@@ -137,20 +137,18 @@ static int run(sluiced *d)
 /* Closes whatever a failed start left open so the loop can be closed. */
 static void cleanup(sluiced *d)
 {
-    if (d->grpc) {
-        if (!d->stopping)
+    if (!d->stopping) {
+        if (d->grpc)
             sl_grpc_server_close(d->grpc, NULL, NULL);
-        uv_run(d->loop, UV_RUN_DEFAULT);
-        sl_grpc_server_free(d->grpc);
-    }
-    if (d->stream) {
-        if (!d->stopping)
+        if (d->stream)
             sl_server_close(d->stream, NULL, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);
-        sl_server_free(d->stream);
     }
+    sl_grpc_server_free(d->grpc);
+    sl_server_free(d->stream);
     sl_cri_fini(&d->cri);
-    uv_loop_close(d->loop);
+    if (uv_loop_close(d->loop) != 0)
+        fprintf(stderr, "sluiced: handles left open at exit\n");
 }
 
 int main(int argc, char **argv)

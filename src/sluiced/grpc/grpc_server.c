@@ -293,7 +293,7 @@ static int remove_stale(const char *path, sl_error *e)
     if (lstat(path, &st) < 0)
         return errno == ENOENT ? 0 : sl_error_set(e, errno, "stat %s", path);
     if (!S_ISSOCK(st.st_mode))
-        return sl_error_set(e, EEXIST, "%s exists and is not a socket", path);
+        return sl_error_set(e, 0, "%s exists and is not a socket", path);
     if (unlink(path) < 0)
         return sl_error_set(e, errno, "remove stale socket %s", path);
     return 0;
