@@ -1,0 +1,99 @@
+/* A small synchronous CRI (runtime.v1) gRPC client: HTTP/2 with prior
+ * knowledge on a unix socket (nghttp2 client session driven through
+ * mem_recv/mem_send), messages with protobuf-c. One call at a time; each
+ * call blocks until the answer, an error or its deadline (sent to the
+ * server as grpc-timeout). Used by sluicectl and the kube front.
+ *
+ * Errors never leave the caller with a bare "EOF": every failure fills an
+ * sl_cri_err with a gRPC status code and one line saying what happened.
+ * Transport failures use UNAVAILABLE (cannot connect, connection lost) or
+ * DEADLINE_EXCEEDED, with err->local set, as grpc-go reports them. */
+#ifndef SL_CRI_CLIENT_H
+#define SL_CRI_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <protobuf-c/protobuf-c.h>
+
+#define SL_CRI_DEFAULT_TIMEOUT_MS 2000u
+/* Largest response message accepted (the kubelet's cri-client limit). */
+#define SL_CRI_MAX_RECV_MESSAGE (16u * 1024 * 1024)
+/* Largest request message sent (grpc-go's default server receive limit). */
+#define SL_CRI_MAX_SEND_MESSAGE (16u * 1024 * 1024)
+/* HTTP/2 windows we advertise, so a 16 MiB answer needs few round trips. */
+#define SL_CRI_WINDOW_SIZE (16u * 1024 * 1024)
+/* Bytes of an error message kept (grpc-message or our own text). */
+#define SL_CRI_MAX_ERR 1024u
+/* Longest endpoint path (sockaddr_un.sun_path less the NUL). */
+#define SL_CRI_MAX_SOCKET_PATH 107u
+#define SL_CRI_USER_AGENT "sluice-cri-client/0.1"
+
+/* gRPC status codes. */
+enum {
+    SL_CRI_OK = 0,
+    SL_CRI_CANCELLED = 1,
+    SL_CRI_UNKNOWN = 2,
+    SL_CRI_INVALID_ARGUMENT = 3,
+    SL_CRI_DEADLINE_EXCEEDED = 4,
+    SL_CRI_NOT_FOUND = 5,
+    SL_CRI_ALREADY_EXISTS = 6,
+    SL_CRI_PERMISSION_DENIED = 7,
+    SL_CRI_RESOURCE_EXHAUSTED = 8,
+    SL_CRI_FAILED_PRECONDITION = 9,
+    SL_CRI_ABORTED = 10,
+    SL_CRI_OUT_OF_RANGE = 11,
+    SL_CRI_UNIMPLEMENTED = 12,
+    SL_CRI_INTERNAL = 13,
+    SL_CRI_UNAVAILABLE = 14,
+    SL_CRI_DATA_LOSS = 15,
+    SL_CRI_UNAUTHENTICATED = 16,
+};
+
+typedef struct sl_cri_err {
+    int code;   /* gRPC status code; SL_CRI_OK when there was no error */
+    bool local; /* the failure is ours or the connection's, not the server's answer */
+    char msg[SL_CRI_MAX_ERR];
+} sl_cri_err;
+
+typedef struct sl_cri_client sl_cri_client;
+
+/* Connects to endpoint ("unix:///abs/path", "unix:/abs/path" or "/abs/path")
+ * within timeout_ms (0 = SL_CRI_DEFAULT_TIMEOUT_MS) and sends the HTTP/2
+ * preface. Returns 0 and *out, or -1 with *err (UNAVAILABLE, local: bad
+ * endpoint, no socket, refused; the message names the endpoint). */
+int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_client **out,
+                          sl_cri_err *err);
+
+/* Calls the unary method path ("/runtime.v1.RuntimeService/Version") with
+ * req and waits up to timeout_ms (0 = SL_CRI_DEFAULT_TIMEOUT_MS) for the
+ * answer. On SL_CRI_OK *resp is the decoded answer (free it with
+ * protobuf_c_message_free_unpacked(*resp, NULL)); otherwise *resp is NULL.
+ * Returns the gRPC status, also stored in err->code with the message.
+ * After a transport failure (err->local and UNAVAILABLE) the client is
+ * broken: every later call fails the same way. */
+int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
+                       const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                       uint32_t timeout_ms, sl_cri_err *err);
+
+/* The endpoint as given to connect. */
+const char *sl_cri_client_endpoint(const sl_cri_client *c);
+
+/* Closes the connection (GOAWAY, best effort) and frees. NULL is fine. */
+void sl_cri_client_free(sl_cri_client *c);
+
+/* "NotFound", "Unavailable", ... as grpc-go names codes; "Code(N)" else. */
+const char *sl_cri_code_name(int code);
+
+/* Decodes a grpc-message value (percent-encoding) into out (NUL-ended,
+ * truncated to outlen - 1). Malformed escapes are kept as they are. */
+void sl_cri_percent_decode(const char *in, size_t inlen, char *out, size_t outlen);
+
+/* Formats a grpc-timeout value for ms ("2000m", or a coarser unit when ms
+ * needs more than 8 digits). out must hold 10 bytes. */
+void sl_cri_format_timeout(uint64_t ms, char out[10]);
+
+/* Maps an HTTP status of a non-gRPC answer to a gRPC code, as gRPC does. */
+int sl_cri_http_to_code(int http_status);
+
+#endif

@@ -1,0 +1,308 @@
+/* Container commands: create, start, stop, rm, ps, inspect. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_util.h"
+
+/* ---- create ---- */
+
+static const char create_help[] =
+    "Usage: sluicectl create [--with-pull] POD-ID CONTAINER-CONFIG.json POD-CONFIG.json\n"
+    "\n"
+    "Creates a container in a pod sandbox and prints its ID. The configs are JSON\n"
+    "(ContainerConfig and the PodSandboxConfig the pod was run with); YAML files\n"
+    "are read only in their JSON subset.\n"
+    "\n"
+    "      --with-pull   pull the image first when the runtime does not have it\n"
+    "                    (sluiced imports it from its import directory)\n"
+    "  -h, --help        this help\n";
+
+static int flag_opt(void *arg, int id, const char *val)
+{
+    (void)id;
+    (void)val;
+    *(bool *)arg = true;
+    return 0;
+}
+
+static int pull_if_missing(ctl *c, Runtime__V1__ImageSpec *img)
+{
+    Runtime__V1__ImageStatusRequest sreq = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+    sreq.image = img;
+    Runtime__V1__ImageStatusResponse *s = (void *)ctl_img_call(
+        c, "ImageStatus", &sreq.base, &runtime__v1__image_status_response__descriptor);
+    if (!s)
+        return -1;
+    bool have = s->image != NULL;
+    ctl_free_msg(s);
+    if (have)
+        return 0;
+    Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+    req.image = img;
+    void *r =
+        ctl_img_call(c, "PullImage", &req.base, &runtime__v1__pull_image_response__descriptor);
+    ctl_free_msg(r);
+    return r ? 0 : -1;
+}
+
+int cmd_create(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"with-pull", no_argument, NULL, 'P'}, CTL_OPT_HELP, CTL_OPT_END};
+    bool pull = false;
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "", lo, create_help, flag_opt, &pull, &first, &rc))
+        return rc;
+    if (argc - first != 3)
+        return ctl_usage(c, "needs POD-ID CONTAINER-CONFIG POD-CONFIG (see sluicectl create "
+                            "--help)");
+    char *pod = ctl_resolve_pod(c, argv[first]);
+    if (!pod)
+        return CTL_EXIT_FAIL;
+    ctl_arena *a = ctl_arena_new();
+    Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
+    req.pod_sandbox_id = pod;
+    req.config = (void *)ctl_load_config_msg(c, argv[first + 1],
+                                             &runtime__v1__container_config__descriptor, a);
+    req.sandbox_config = (void *)ctl_load_config_msg(
+        c, argv[first + 2], &runtime__v1__pod_sandbox_config__descriptor, a);
+    rc = CTL_EXIT_FAIL;
+    if (req.config && req.sandbox_config &&
+        (!pull || !req.config->image || pull_if_missing(c, req.config->image) == 0)) {
+        Runtime__V1__CreateContainerResponse *r = (void *)ctl_rt_call(
+            c, "CreateContainer", &req.base, &runtime__v1__create_container_response__descriptor);
+        if (r) {
+            puts(r->container_id);
+            rc = 0;
+        }
+        ctl_free_msg(r);
+    }
+    ctl_arena_free(a);
+    free(pod);
+    return rc;
+}
+
+/* ---- start / stop / rm ---- */
+
+static const char start_help[] = "Usage: sluicectl start CONTAINER-ID...\n"
+                                 "\n"
+                                 "Starts created containers (ID, unique ID prefix or name).\n"
+                                 "\n"
+                                 "  -h, --help   this help\n";
+
+static int start_one(ctl *c, const char *id, void *arg)
+{
+    (void)arg;
+    Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
+    req.container_id = (char *)id;
+    void *r = ctl_rt_call(c, "StartContainer", &req.base,
+                          &runtime__v1__start_container_response__descriptor);
+    if (!r)
+        return -1;
+    ctl_free_msg(r);
+    puts(id);
+    return 0;
+}
+
+int cmd_start(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {CTL_OPT_HELP, CTL_OPT_END};
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "", lo, start_help, cu_no_opt, NULL, &first, &rc))
+        return rc;
+    if (first >= argc)
+        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl start --help)");
+    return cu_each(c, argc - first, argv + first, CU_CTR, start_one, NULL);
+}
+
+static const char stop_help[] =
+    "Usage: sluicectl stop [-t SECONDS] CONTAINER-ID...\n"
+    "\n"
+    "Stops running containers: SIGTERM, then SIGKILL after the grace period.\n"
+    "\n"
+    "  -t, --timeout SECONDS   grace period (default 0: kill at once)\n"
+    "  -h, --help              this help\n";
+
+typedef struct stop_arg {
+    ctl *c;
+    uint64_t grace;
+} stop_arg;
+
+static int stop_opt(void *arg, int id, const char *val)
+{
+    stop_arg *s = arg;
+    (void)id;
+    return ctl_parse_uint(s->c, "--timeout", val, 86400, &s->grace);
+}
+
+static int stop_ctr(ctl *c, const char *id, uint64_t grace)
+{
+    Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+    req.container_id = (char *)id;
+    req.timeout = (int64_t)grace;
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    /* The call lasts as long as the grace period, plus the usual timeout. */
+    int st = ctl_call_raw(c, false, "StopContainer", &req.base,
+                          &runtime__v1__stop_container_response__descriptor, &r,
+                          c->timeout_ms + (uint32_t)grace * 1000u, &e);
+    if (st == -2)
+        return -1;
+    if (st != SL_CRI_OK) {
+        ctl_print_call_err(c, "StopContainer", &e);
+        return -1;
+    }
+    ctl_free_msg(r);
+    return 0;
+}
+
+static int stop_one(ctl *c, const char *id, void *arg)
+{
+    if (stop_ctr(c, id, ((stop_arg *)arg)->grace) < 0)
+        return -1;
+    puts(id);
+    return 0;
+}
+
+int cmd_stop(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"timeout", required_argument, NULL, 't'}, CTL_OPT_HELP, CTL_OPT_END};
+    stop_arg s = {c, 0};
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "t:", lo, stop_help, stop_opt, &s, &first, &rc))
+        return rc;
+    if (first >= argc)
+        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl stop --help)");
+    return cu_each(c, argc - first, argv + first, CU_CTR, stop_one, &s);
+}
+
+static const char rm_help[] = "Usage: sluicectl rm [-f] [-a] [CONTAINER-ID...]\n"
+                              "\n"
+                              "Removes containers (ID, unique ID prefix or name).\n"
+                              "\n"
+                              "  -f, --force   stop a running container first\n"
+                              "  -a, --all     remove every container\n"
+                              "  -h, --help    this help\n";
+
+typedef struct rm_arg {
+    bool force, all;
+} rm_arg;
+
+static int rm_opt(void *arg, int id, const char *val)
+{
+    (void)val;
+    rm_arg *o = arg;
+    if (id == 'f')
+        o->force = true;
+    else
+        o->all = true;
+    return 0;
+}
+
+static int rm_one(ctl *c, const char *id, void *arg)
+{
+    rm_arg *o = arg;
+    if (o->force && stop_ctr(c, id, 0) < 0)
+        return -1;
+    Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+    req.container_id = (char *)id;
+    void *r = ctl_rt_call(c, "RemoveContainer", &req.base,
+                          &runtime__v1__remove_container_response__descriptor);
+    if (!r)
+        return -1;
+    ctl_free_msg(r);
+    puts(id);
+    return 0;
+}
+
+int cmd_rm(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {{"force", no_argument, NULL, 'f'},
+                                       {"all", no_argument, NULL, 'a'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    rm_arg o = {0};
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "fa", lo, rm_help, rm_opt, &o, &first, &rc))
+        return rc;
+    if (!o.all && first >= argc)
+        return ctl_usage(c, "needs at least one CONTAINER-ID, or -a (see sluicectl rm --help)");
+    if (!o.all)
+        return cu_each(c, argc - first, argv + first, CU_CTR, rm_one, &o);
+    Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+    Runtime__V1__ListContainersResponse *r = (void *)ctl_rt_call(
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+    if (!r)
+        return CTL_EXIT_FAIL;
+    rc = 0;
+    for (size_t i = 0; i < r->n_containers; i++)
+        if (rm_one(c, r->containers[i]->id, &o) < 0)
+            rc = CTL_EXIT_FAIL;
+    ctl_free_msg(r);
+    return rc;
+}
+
+/* ---- inspect ---- */
+
+static const char inspect_help[] =
+    "Usage: sluicectl inspect [-o json|yaml|table] CONTAINER-ID...\n"
+    "\n"
+    "Shows the status of containers (verbose ContainerStatus: {\"status\": ...,\n"
+    "\"info\": ...}).\n"
+    "\n"
+    "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -h, --help            this help\n";
+
+static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
+{
+    char ago[64];
+    ctl_ago(s->created_at, ago, sizeof ago);
+    printf("ID: %s\n", s->id);
+    if (s->metadata)
+        printf("Name: %s\nAttempt: %u\n", s->metadata->name, s->metadata->attempt);
+    printf("State: %s\nCreated: %s\n", ctl_ctr_state(s->state), ago);
+    if (s->image)
+        printf("Image: %s\n", s->image->image);
+    printf("ImageRef: %s\n", s->image_ref);
+    if (s->finished_at)
+        printf("Exit Code: %d\n", s->exit_code);
+    if (s->reason && *s->reason)
+        printf("Reason: %s\n", s->reason);
+    printf("LogPath: %s\n", s->log_path);
+    cu_print_map("Labels", (void *)s->labels, s->n_labels);
+    cu_print_map("Annotations", (void *)s->annotations, s->n_annotations);
+}
+
+static int inspect_one(ctl *c, const char *id, void *arg)
+{
+    ctl_out out = *(ctl_out *)arg;
+    Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+    req.container_id = (char *)id;
+    req.verbose = out != CTL_OUT_TABLE;
+    Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
+        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
+    if (!r)
+        return -1;
+    if (out == CTL_OUT_TABLE && r->status)
+        ctr_status_table(r->status);
+    else
+        cu_print_msg(&r->base, out);
+    ctl_free_msg(r);
+    return 0;
+}
+
+int cmd_inspect(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
+    ctl_out out = CTL_OUT_JSON;
+    cu_out_arg oa = {c, &out, true};
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "o:", lo, inspect_help, cu_out_opt, &oa, &first, &rc))
+        return rc;
+    if (first >= argc)
+        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl inspect --help)");
+    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &out);
+}

@@ -1,0 +1,285 @@
+/* image import FILE (sluiced only): sluiced pulls from no registry; it
+ * imports the tarballs of its import directory when PullImage asks for a
+ * name it lacks. So: read the image names in the tarball, copy it into the
+ * import directory (atomically: a temporary name, then rename to *.tar),
+ * then PullImage each name. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd_util.h"
+
+#define IMPORT_MAX_JSON (4u * 1024 * 1024) /* index.json / manifest.json */
+#define IMPORT_MAX_NAMES 256u
+#define IMPORT_DEFAULT_TIMEOUT_MS (10u * 60 * 1000)
+#define COPY_CHUNK 65536u
+
+static const char image_help[] =
+    "Usage: sluicectl image import [--import-dir DIR] [--timeout DURATION] FILE.tar\n"
+    "\n"
+    "sluiced only. Imports an OCI image layout or docker-archive tarball (optionally\n"
+    "gzip/zstd-compressed): copies it into sluiced's import directory and asks\n"
+    "sluiced (PullImage) for every image name the tarball carries\n"
+    "(io.containerd.image.name, org.opencontainers.image.ref.name or RepoTags).\n"
+    "The copy stays in the import directory (sluiced's record of what it imports).\n"
+    "\n"
+    "      --import-dir DIR     sluiced's import directory (default: the global\n"
+    "                           --import-dir, import-dir in the config file, else\n"
+    "                           /var/lib/sluice/import)\n"
+    "      --timeout DURATION   how long sluiced may take per image (default 10m)\n"
+    "  -h, --help               this help\n";
+
+typedef struct names {
+    char *v[IMPORT_MAX_NAMES];
+    size_t n;
+} names;
+
+static void add_name(names *ns, const char *s)
+{
+    for (size_t i = 0; i < ns->n; i++)
+        if (!strcmp(ns->v[i], s))
+            return;
+    if (ns->n < IMPORT_MAX_NAMES)
+        ns->v[ns->n++] = strdup(s);
+}
+
+/* A whole reference names a repository: "a/b:t", "host:5000/x", "x:tag". */
+static bool whole_ref(const char *s)
+{
+    return strchr(s, '/') || strchr(s, ':');
+}
+
+static void oci_names(json_t *idx, names *ns)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(idx, "manifests"), i, m)
+    {
+        json_t *ann = json_object_get(m, "annotations");
+        const char *a = json_string_value(json_object_get(ann, "io.containerd.image.name"));
+        const char *b =
+            json_string_value(json_object_get(ann, "org.opencontainers.image.ref.name"));
+        if (a)
+            add_name(ns, a);
+        else if (b && whole_ref(b))
+            add_name(ns, b);
+    }
+}
+
+static void docker_names(json_t *man, names *ns)
+{
+    size_t i, k;
+    json_t *m, *t;
+    json_array_foreach(man, i, m)
+    {
+        json_array_foreach(json_object_get(m, "RepoTags"), k, t) if (json_is_string(t))
+            add_name(ns, json_string_value(t));
+    }
+}
+
+static json_t *read_json_entry(struct archive *ar, int64_t size)
+{
+    if (size < 0 || size > (int64_t)IMPORT_MAX_JSON)
+        return NULL;
+    char *buf = malloc((size_t)size + 1);
+    if (!buf)
+        return NULL;
+    la_ssize_t n = archive_read_data(ar, buf, (size_t)size);
+    json_t *j = n == size ? json_loadb(buf, (size_t)n, 0, NULL) : NULL;
+    free(buf);
+    return j;
+}
+
+/* Returns 0 with the names found, or -1 (printed). */
+static int tarball_names(ctl *c, const char *path, names *ns)
+{
+    struct archive *ar = archive_read_new();
+    archive_read_support_filter_all(ar);
+    archive_read_support_format_tar(ar);
+    if (archive_read_open_filename(ar, path, COPY_CHUNK) != ARCHIVE_OK) {
+        ctl_err(c, "%s: %s", path, archive_error_string(ar));
+        archive_read_free(ar);
+        return -1;
+    }
+    struct archive_entry *e;
+    bool layout = false;
+    int r;
+    while ((r = archive_read_next_header(ar, &e)) == ARCHIVE_OK) {
+        const char *p = archive_entry_pathname(e);
+        if (p && !strncmp(p, "./", 2))
+            p += 2;
+        if (!p || (strcmp(p, "index.json") && strcmp(p, "manifest.json")))
+            continue;
+        json_t *j = read_json_entry(ar, archive_entry_size(e));
+        if (j && !strcmp(p, "index.json"))
+            oci_names(j, ns);
+        else if (j)
+            docker_names(j, ns);
+        layout = layout || j;
+        json_decref(j);
+    }
+    if (r != ARCHIVE_EOF) {
+        ctl_err(c, "%s: not a readable tarball: %s", path, archive_error_string(ar));
+        archive_read_free(ar);
+        return -1;
+    }
+    archive_read_free(ar);
+    if (!layout) {
+        ctl_err(c,
+                "%s: neither an OCI image layout (index.json) nor a docker-archive "
+                "(manifest.json)",
+                path);
+        return -1;
+    }
+    return 0;
+}
+
+static int copy_fd(int in, int out)
+{
+    char buf[COPY_CHUNK];
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n < 0 ? -1 : 0;
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(out, buf + off, (size_t)(n - off));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return -1;
+            off += w;
+        }
+    }
+}
+
+/* Copies src into dir as NAME.tar (tmp file + fsync + rename). */
+static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t dstlen)
+{
+    struct stat st;
+    int serr = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    if (serr) {
+        ctl_err(c,
+                "import directory %s: %s. Is sluiced running with --import-dir %s? Point "
+                "sluicectl at sluiced's with --import-dir or import-dir in the config file.",
+                dir, strerror(serr), dir);
+        return -1;
+    }
+    const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
+    size_t bl = strlen(base);
+    bool tar = bl > 4 && !strcmp(base + bl - 4, ".tar");
+    char tmp[PATH_MAX];
+    snprintf(dst, dstlen, "%s/%s%s", dir, base, tar ? "" : ".tar");
+    snprintf(tmp, sizeof tmp, "%s/.%s.partial", dir, base);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int rc = in < 0 || out < 0 || copy_fd(in, out) < 0 || fsync(out) < 0 ? -1 : 0;
+    int saved = errno;
+    if (out >= 0 && close(out) < 0)
+        rc = -1;
+    if (in >= 0)
+        close(in);
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = -1, saved = errno;
+    if (rc < 0) {
+        unlink(tmp);
+        ctl_err(c, "copying %s into %s: %s", src, dir, strerror(saved));
+    }
+    return rc;
+}
+
+static int pull(ctl *c, const char *name, uint32_t timeout_ms)
+{
+    Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+    Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+    spec.image = (char *)name;
+    req.image = &spec;
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    int st = ctl_call_raw(c, true, "PullImage", &req.base,
+                          &runtime__v1__pull_image_response__descriptor, &r, timeout_ms, &e);
+    if (st == -2)
+        return -1;
+    if (st != SL_CRI_OK) {
+        ctl_print_call_err(c, "PullImage", &e);
+        return -1;
+    }
+    printf("Imported %s: %s\n", name, ((Runtime__V1__PullImageResponse *)r)->image_ref);
+    ctl_free_msg(r);
+    return 0;
+}
+
+typedef struct import_opts {
+    ctl *c;
+    const char *dir;
+    uint64_t timeout_ms;
+} import_opts;
+
+static int import_opt(void *arg, int id, const char *val)
+{
+    import_opts *o = arg;
+    if (id == 'd') {
+        o->dir = val;
+        return 0;
+    }
+    if (ctl_parse_duration_ms(val, &o->timeout_ms) < 0 || !o->timeout_ms ||
+        o->timeout_ms > UINT32_MAX)
+        return ctl_usage(o->c, "--timeout: \"%s\" is not a duration such as 10m", val);
+    return 0;
+}
+
+static int do_import(ctl *c, const import_opts *o, const char *file)
+{
+    names ns = {0};
+    char dst[PATH_MAX];
+    int rc = CTL_EXIT_FAIL;
+    if (tarball_names(c, file, &ns) < 0)
+        goto out;
+    if (!ns.n) {
+        ctl_err(c,
+                "%s names no image (no io.containerd.image.name, "
+                "org.opencontainers.image.ref.name or RepoTags): nothing could refer to it",
+                file);
+        goto out;
+    }
+    if (copy_in(c, file, o->dir, dst, sizeof dst) < 0)
+        goto out;
+    ctl_debug(c, "copied %s to %s", file, dst);
+    rc = 0;
+    for (size_t i = 0; i < ns.n; i++)
+        if (pull(c, ns.v[i], (uint32_t)o->timeout_ms) < 0)
+            rc = CTL_EXIT_FAIL;
+out:
+    for (size_t i = 0; i < ns.n; i++)
+        free(ns.v[i]);
+    return rc;
+}
+
+int cmd_image(ctl *c, int argc, char **argv)
+{
+    static const struct option lo[] = {{"import-dir", required_argument, NULL, 'd'},
+                                       {"timeout", required_argument, NULL, 't'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    import_opts o = {c, c->import_dir, IMPORT_DEFAULT_TIMEOUT_MS};
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        fputs(image_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CTL_EXIT_USAGE : 0;
+    }
+    if (strcmp(argv[1], "import"))
+        return ctl_usage(c, "unknown subcommand \"%s\": the only one is import", argv[1]);
+    int first, rc;
+    if (ctl_parse(c, argc - 1, argv + 1, "", lo, image_help, import_opt, &o, &first, &rc))
+        return rc;
+    if (argc - 1 - first != 1)
+        return ctl_usage(c, "image import needs exactly one FILE (see sluicectl image --help)");
+    return do_import(c, &o, argv[1 + first]);
+}

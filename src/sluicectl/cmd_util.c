@@ -1,0 +1,141 @@
+/* Helpers shared by the command files. */
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd_util.h"
+
+int cu_list_opt(ctl *c, cu_list_opts *l, int id, const char *val)
+{
+    switch (id) {
+    case 'o':
+        return ctl_parse_out(c, val, &l->out, true);
+    case 'q':
+        l->quiet = true;
+        return 0;
+    case 'v':
+        l->verbose = true;
+        return 0;
+    case 'l':
+        l->latest = true;
+        return 0;
+    case 'n':
+        return ctl_parse_uint(c, "--last", val, 1000000, &l->last);
+    case CU_NO_TRUNC:
+        l->no_trunc = true;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+size_t cu_limit(const cu_list_opts *l, size_t n)
+{
+    if (l->latest && n > 1)
+        return 1;
+    if (l->last && n > l->last)
+        return (size_t)l->last;
+    return n;
+}
+
+int cu_labels_add(ctl *c, cu_labels *l, const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv)
+        return ctl_usage(c, "--label needs KEY=VALUE, not \"%s\"", kv);
+    ProtobufCMessage **n = realloc(l->ents, (l->n + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    l->ents = n;
+    ProtobufCMessage *e = calloc(1, l->d->sizeof_message);
+    if (!e)
+        return -1;
+    l->d->message_init(e);
+    *(char **)((char *)e + l->d->fields[0].offset) = strndup(kv, (size_t)(eq - kv));
+    *(char **)((char *)e + l->d->fields[1].offset) = strdup(eq + 1);
+    l->ents[l->n++] = e;
+    return 0;
+}
+
+void cu_labels_free(cu_labels *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(*(char **)((char *)l->ents[i] + l->d->fields[0].offset));
+        free(*(char **)((char *)l->ents[i] + l->d->fields[1].offset));
+        free(l->ents[i]);
+    }
+    free(l->ents);
+    l->ents = NULL;
+    l->n = 0;
+}
+
+int cu_out_opt(void *arg, int id, const char *val)
+{
+    cu_out_arg *a = arg;
+    (void)id;
+    return ctl_parse_out(a->c, val, a->out, a->table_ok);
+}
+
+int cu_no_opt(void *arg, int id, const char *val)
+{
+    (void)arg;
+    (void)id;
+    (void)val;
+    return -1;
+}
+
+int cu_each(ctl *c, int n, char **refs, cu_kind kind, int (*fn)(ctl *c, const char *id, void *arg),
+            void *arg)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        char *id = kind == CU_POD   ? ctl_resolve_pod(c, refs[i])
+                   : kind == CU_CTR ? ctl_resolve_ctr(c, refs[i])
+                                    : strdup(refs[i]);
+        if (!id || fn(c, id, arg) < 0)
+            rc = CTL_EXIT_FAIL;
+        free(id);
+    }
+    return rc;
+}
+
+bool cu_regex_match(const char *pattern, const char *s)
+{
+    regex_t re;
+    if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+        return strstr(s, pattern) != NULL;
+    bool m = regexec(&re, s ? s : "", 0, NULL, 0) == 0;
+    regfree(&re);
+    return m;
+}
+
+void cu_print_map(const char *title, ProtobufCMessage **ents, size_t n)
+{
+    if (!n)
+        return;
+    printf("%s:\n", title);
+    for (size_t i = 0; i < n; i++) {
+        const ProtobufCMessageDescriptor *d = ents[i]->descriptor;
+        printf("    %s -> %s\n", *(char **)((char *)ents[i] + d->fields[0].offset),
+               *(char **)((char *)ents[i] + d->fields[1].offset));
+    }
+}
+
+void cu_print_msg(const ProtobufCMessage *m, ctl_out out)
+{
+    json_t *j = ctl_msg_to_json(m);
+    ctl_print_doc(j, out);
+    json_decref(j);
+}
+
+void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out out)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, ctl_msg_to_json(items[i]));
+    json_t *doc = json_object();
+    json_object_set_new(doc, key, arr);
+    ctl_print_doc(doc, out);
+    json_decref(doc);
+}

@@ -1,0 +1,160 @@
+/* sluicectl: shared state of the CLI and the helpers every command uses.
+ * Commands live one group per file (cmd_*.c), each with its own option
+ * table; main.c parses the global flags and dispatches. */
+#ifndef SLUICECTL_CTL_H
+#define SLUICECTL_CTL_H
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cri_client.h"
+#include "grpc/api.pb-c.h"
+
+#define CTL_NAME "sluicectl"
+#define CTL_VERSION "0.1.0"
+#define CTL_DEFAULT_ENDPOINT "unix:///run/sluice/sluice.sock"
+#define CTL_DEFAULT_CONFIG "/etc/sluicectl.yaml"
+#define CTL_DEFAULT_IMPORT_DIR "/var/lib/sluice/import"
+#define CTL_DEFAULT_TIMEOUT_MS 2000u
+/* Largest config file (sluicectl.yaml) and pod/container config read. */
+#define CTL_MAX_CONFIG_FILE (1024u * 1024)
+/* Bytes of an ID shown in tables without --no-trunc (crictl's). */
+#define CTL_TRUNC_ID 13
+/* Exit codes: 1 = failure (as crictl), 2 = usage error. */
+#define CTL_EXIT_FAIL 1
+#define CTL_EXIT_USAGE 2
+
+typedef enum ctl_out { CTL_OUT_TABLE, CTL_OUT_JSON, CTL_OUT_YAML } ctl_out;
+
+typedef struct ctl {
+    const char *runtime_endpoint; /* NULL = try the defaults in order */
+    const char *image_endpoint;   /* NULL = the runtime endpoint */
+    uint32_t timeout_ms;
+    bool debug;
+    const char *import_dir;
+    const char *config_path;
+    sl_cri_client *rt; /* connected on first use */
+    sl_cri_client *img;
+    const char *rt_endpoint_used;
+    const char *cmd; /* the command being run, for messages */
+} ctl;
+
+/* A command: run(ctl, argc, argv) with argv[0] the command's name. */
+typedef struct ctl_cmd {
+    const char *name;
+    const char *alias;
+    const char *summary;
+    int (*run)(ctl *c, int argc, char **argv);
+} ctl_cmd;
+
+/* ---- messages (main.c) ---- */
+void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ctl_warn(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- option parsing (opts.c) ----
+ * Parses argv with getopt_long (argv[0] = command). "+" at the start of
+ * shortopts stops at the first operand. --help/-h prints help and returns
+ * 1 with *rc = 0; a bad flag prints an error naming it and returns 1 with
+ * *rc = CTL_EXIT_USAGE. Each option calls on_opt(arg, id, optarg); a
+ * non-zero return is a usage error (it printed why). Returns 0 and sets
+ * *first to the index of the first operand. */
+#define CTL_OPT_HELP                                                                               \
+    {                                                                                              \
+        "help", no_argument, NULL, 'h'                                                             \
+    }
+#define CTL_OPT_END                                                                                \
+    {                                                                                              \
+        NULL, 0, NULL, 0                                                                           \
+    }
+typedef int (*ctl_opt_fn)(void *arg, int id, const char *val);
+int ctl_parse(ctl *c, int argc, char **argv, const char *shortopts, const struct option *longopts,
+              const char *help, ctl_opt_fn on_opt, void *arg, int *first, int *rc);
+int ctl_usage(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ctl_parse_out(ctl *c, const char *val, ctl_out *out, bool table_ok);
+int ctl_parse_uint(ctl *c, const char *flag, const char *val, uint64_t max, uint64_t *out);
+/* Go-style duration ("2s", "500ms", "1m30s") or plain seconds ("2"). */
+int ctl_parse_duration_ms(const char *val, uint64_t *ms);
+
+/* ---- config file and environment (config.c) ---- */
+/* Loads path ("key: value" lines; keys runtime-endpoint, image-endpoint,
+ * timeout, debug, import-dir). Only keys not already set by flags apply.
+ * A missing file is fine unless required. Returns 0 or -1 (printed). */
+int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag);
+enum { CTL_KEY_RT, CTL_KEY_IMG, CTL_KEY_TIMEOUT, CTL_KEY_DEBUG, CTL_KEY_IMPORT, CTL_NKEYS };
+int ctl_config_set(ctl *c, int key, const char *val, const char *origin);
+
+/* ---- CRI calls (rpc.c) ---- */
+/* Calls a RuntimeService / ImageService method by name ("Version").
+ * Returns the response or NULL after printing the error (with a hint). */
+ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage *req,
+                              const ProtobufCMessageDescriptor *resp_desc);
+ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,
+                               const ProtobufCMessageDescriptor *resp_desc);
+/* The same with an explicit timeout and the raw error (not printed). */
+int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
+                 const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
+                 uint32_t timeout_ms, sl_cri_err *err);
+void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
+void ctl_free_msg(void *m);
+/* Resolves a container / pod ID, a unique ID prefix or a name: prints an
+ * error naming the command that lists them and returns NULL when nothing
+ * or more than one matches. The result is malloc'd. */
+char *ctl_resolve_ctr(ctl *c, const char *ref);
+char *ctl_resolve_pod(ctl *c, const char *ref);
+void ctl_disconnect(ctl *c);
+
+/* ---- output (output.c) ---- */
+typedef struct ctl_table ctl_table;
+ctl_table *ctl_table_new(int ncols, const char *const *headers);
+void ctl_table_add(ctl_table *t, const char *const *cells);
+void ctl_table_print(ctl_table *t); /* and frees */
+void ctl_print_json(json_t *j);     /* indented, newline; steals nothing */
+void ctl_print_yaml(json_t *j);
+void ctl_print_doc(json_t *j, ctl_out out); /* JSON or YAML */
+/* "2 minutes ago" from a nanosecond timestamp. */
+void ctl_ago(int64_t ns, char *out, size_t outlen);
+void ctl_human_size(uint64_t bytes, char *out, size_t outlen);
+/* ID cut to CTL_TRUNC_ID (after a "sha256:" prefix) unless no_trunc. */
+void ctl_trunc_id(const char *id, bool no_trunc, char *out, size_t outlen);
+const char *ctl_pod_state(int s);
+const char *ctl_ctr_state(int s);
+
+/* ---- protobuf <-> JSON (pbjson.c) ---- */
+json_t *ctl_msg_to_json(const ProtobufCMessage *m);
+/* Reads a pod/container config file (JSON; YAML only in its JSON subset)
+ * into a message allocated in arena. Prints the error. */
+typedef struct ctl_arena ctl_arena;
+ctl_arena *ctl_arena_new(void);
+void ctl_arena_free(ctl_arena *a);
+ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j, ctl_arena *a,
+                                  char *err, size_t errlen);
+ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
+                                      ctl_arena *a);
+
+/* ---- commands ---- */
+int cmd_version(ctl *c, int argc, char **argv);
+int cmd_info(ctl *c, int argc, char **argv);
+int cmd_runp(ctl *c, int argc, char **argv);
+int cmd_stopp(ctl *c, int argc, char **argv);
+int cmd_rmp(ctl *c, int argc, char **argv);
+int cmd_pods(ctl *c, int argc, char **argv);
+int cmd_inspectp(ctl *c, int argc, char **argv);
+int cmd_create(ctl *c, int argc, char **argv);
+int cmd_start(ctl *c, int argc, char **argv);
+int cmd_stop(ctl *c, int argc, char **argv);
+int cmd_rm(ctl *c, int argc, char **argv);
+int cmd_ps(ctl *c, int argc, char **argv);
+int cmd_inspect(ctl *c, int argc, char **argv);
+int cmd_logs(ctl *c, int argc, char **argv);
+int cmd_images(ctl *c, int argc, char **argv);
+int cmd_inspecti(ctl *c, int argc, char **argv);
+int cmd_rmi(ctl *c, int argc, char **argv);
+int cmd_image(ctl *c, int argc, char **argv);
+int cmd_exec(ctl *c, int argc, char **argv);
+int cmd_attach(ctl *c, int argc, char **argv);
+int cmd_port_forward(ctl *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,237 @@
+/* sluicectl: a crictl-style client for sluiced (and any CRI runtime).
+ * Global flags, environment and config file, then a dispatch table. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const ctl_cmd commands[] = {
+    {"version", NULL, "Show the runtime's name and version", cmd_version},
+    {"info", NULL, "Show the runtime's status and information", cmd_info},
+    {"runp", NULL, "Run a new pod sandbox from a config file", cmd_runp},
+    {"stopp", NULL, "Stop one or more pod sandboxes", cmd_stopp},
+    {"rmp", NULL, "Remove one or more pod sandboxes", cmd_rmp},
+    {"pods", NULL, "List pod sandboxes", cmd_pods},
+    {"inspectp", NULL, "Show the status of one or more pod sandboxes", cmd_inspectp},
+    {"create", NULL, "Create a container in a pod sandbox", cmd_create},
+    {"start", NULL, "Start one or more created containers", cmd_start},
+    {"stop", NULL, "Stop one or more running containers", cmd_stop},
+    {"rm", NULL, "Remove one or more containers", cmd_rm},
+    {"ps", NULL, "List containers", cmd_ps},
+    {"inspect", NULL, "Show the status of one or more containers", cmd_inspect},
+    {"logs", "log", "Print a container's logs", cmd_logs},
+    {"images", "img", "List images", cmd_images},
+    {"inspecti", NULL, "Show the status of one or more images", cmd_inspecti},
+    {"rmi", NULL, "Remove one or more images", cmd_rmi},
+    {"image", NULL, "Image subcommands: import FILE (sluiced)", cmd_image},
+    {"exec", NULL, "Run a command in a running container", cmd_exec},
+    {"attach", NULL, "Attach to a running container", cmd_attach},
+    {"port-forward", NULL, "Forward local ports to a pod sandbox", cmd_port_forward},
+};
+#define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+static const char global_help[] =
+    "Usage: sluicectl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n"
+    "\n"
+    "A crictl-style client for sluiced and other CRI runtimes.\n"
+    "\n"
+    "Global flags:\n"
+    "  -r, --runtime-endpoint URL  CRI endpoint (unix:///path). Default: "
+    "$CONTAINER_RUNTIME_ENDPOINT,\n"
+    "                              the config file, else the first of\n"
+    "                              unix:///run/sluice/sluice.sock, "
+    "unix:///run/containerd/containerd.sock,\n"
+    "                              unix:///run/crio/crio.sock, unix:///var/run/cri-dockerd.sock\n"
+    "  -i, --image-endpoint URL    ImageService endpoint (default: the runtime endpoint;\n"
+    "                              $IMAGE_SERVICE_ENDPOINT)\n"
+    "  -t, --timeout DURATION      connection and call timeout, e.g. 2s, 500ms (default 2s)\n"
+    "  -D, --debug                 log endpoints, calls, requests and answers to stderr\n"
+    "  -c, --config FILE           config file (default $SLUICECTL_CONFIG or "
+    "/etc/sluicectl.yaml):\n"
+    "                              'key: value' lines with runtime-endpoint, image-endpoint,\n"
+    "                              timeout, debug, import-dir\n"
+    "      --import-dir DIR        sluiced's image import directory (default "
+    "/var/lib/sluice/import)\n"
+    "  -h, --help                  this help;  sluicectl COMMAND --help for a command's\n"
+    "  -v, --version               sluicectl's own version\n"
+    "\n"
+    "Commands:\n";
+
+static void print_help(FILE *f)
+{
+    fputs(global_help, f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nPod and container configs are JSON (YAML files only in their JSON subset).\n"
+          "See sluicectl(1) / docs/sluicectl.md.\n",
+          f);
+}
+
+static void vmsg(const char *kind, ctl *c, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "%s%s%s: %s", CTL_NAME, c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "",
+            kind);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+void ctl_err(ctl *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("", c, fmt, ap);
+    va_end(ap);
+}
+
+void ctl_warn(ctl *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("warning: ", c, fmt, ap);
+    va_end(ap);
+}
+
+void ctl_debug(ctl *c, const char *fmt, ...)
+{
+    if (!c->debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("debug: ", c, fmt, ap);
+    va_end(ap);
+}
+
+static const ctl_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(commands[i].name, name) ||
+            (commands[i].alias && !strcmp(commands[i].alias, name)))
+            return &commands[i];
+    return NULL;
+}
+
+enum { OPT_IMPORT_DIR = 256 };
+
+static const struct option global_opts[] = {
+    {"runtime-endpoint", required_argument, NULL, 'r'},
+    {"image-endpoint", required_argument, NULL, 'i'},
+    {"timeout", required_argument, NULL, 't'},
+    {"debug", no_argument, NULL, 'D'},
+    {"config", required_argument, NULL, 'c'},
+    {"import-dir", required_argument, NULL, OPT_IMPORT_DIR},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+
+static int key_of(int opt)
+{
+    switch (opt) {
+    case 'r':
+        return CTL_KEY_RT;
+    case 'i':
+        return CTL_KEY_IMG;
+    case 't':
+        return CTL_KEY_TIMEOUT;
+    case 'D':
+        return CTL_KEY_DEBUG;
+    default:
+        return CTL_KEY_IMPORT;
+    }
+}
+
+/* Returns -1 to go on, else the exit code. */
+static int parse_globals(ctl *c, int argc, char **argv, bool *set, const char **cfg)
+{
+    opterr = 0;
+    optind = 0;
+    int o;
+    while ((o = getopt_long(argc, argv, "+r:i:t:Dc:hv", global_opts, NULL)) != -1) {
+        switch (o) {
+        case 'h':
+            print_help(stdout);
+            return 0;
+        case 'v':
+            printf("%s version %s\n", CTL_NAME, CTL_VERSION);
+            return 0;
+        case 'c':
+            *cfg = optarg;
+            break;
+        case '?':
+        case ':':
+            return ctl_usage(c, "unknown or incomplete global flag %s (see sluicectl --help)",
+                             argv[optind - 1]);
+        default:
+            if (ctl_config_set(c, key_of(o), o == 'D' ? "true" : optarg, "flag") < 0)
+                return CTL_EXIT_USAGE;
+            set[key_of(o)] = true;
+        }
+    }
+    return -1;
+}
+
+/* Environment (as crictl: CONTAINER_RUNTIME_ENDPOINT, IMAGE_SERVICE_ENDPOINT)
+ * applies where no flag was given; the config file where neither was. */
+static int apply_env_and_config(ctl *c, bool *set, const char *cfg)
+{
+    static const struct {
+        const char *var;
+        int key;
+    } envs[] = {{"CONTAINER_RUNTIME_ENDPOINT", CTL_KEY_RT},
+                {"IMAGE_SERVICE_ENDPOINT", CTL_KEY_IMG}};
+    for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
+        const char *v = getenv(envs[i].var);
+        if (v && *v && !set[envs[i].key]) {
+            if (ctl_config_set(c, envs[i].key, v, envs[i].var) < 0)
+                return -1;
+            set[envs[i].key] = true;
+        }
+    }
+    bool required = cfg != NULL;
+    if (!cfg)
+        cfg = getenv("SLUICECTL_CONFIG");
+    if (cfg && *cfg)
+        required = true;
+    else
+        cfg = CTL_DEFAULT_CONFIG;
+    c->config_path = cfg;
+    return ctl_config_load(c, cfg, required, set);
+}
+
+int main(int argc, char **argv)
+{
+    ctl c = {.timeout_ms = CTL_DEFAULT_TIMEOUT_MS, .import_dir = CTL_DEFAULT_IMPORT_DIR};
+    bool set[CTL_NKEYS] = {0};
+    const char *cfg = NULL;
+    /* Sockets are written with MSG_NOSIGNAL; local pipes must not kill us. */
+    signal(SIGPIPE, SIG_IGN);
+    int rc = parse_globals(&c, argc, argv, set, &cfg);
+    if (rc >= 0)
+        return rc;
+    if (apply_env_and_config(&c, set, cfg) < 0)
+        return CTL_EXIT_USAGE;
+    if (optind >= argc) {
+        print_help(stderr);
+        return CTL_EXIT_USAGE;
+    }
+    if (!strcmp(argv[optind], "help")) {
+        if (optind + 1 < argc && find_cmd(argv[optind + 1])) {
+            char *hargv[] = {argv[optind + 1], (char *)"--help", NULL};
+            return find_cmd(argv[optind + 1])->run(&c, 2, hargv);
+        }
+        print_help(stdout);
+        return 0;
+    }
+    const ctl_cmd *cmd = find_cmd(argv[optind]);
+    if (!cmd) {
+        ctl_err(&c, "unknown command \"%s\" (sluicectl --help lists the commands)", argv[optind]);
+        return CTL_EXIT_USAGE;
+    }
+    c.cmd = cmd->name;
+    rc = cmd->run(&c, argc - optind, argv + optind);
+    ctl_disconnect(&c);
+    return rc;
+}
