@@ -241,7 +241,7 @@ static void on_conn_end(void *arg, uint64_t id, const char *err)
 {
     pfrun *p = arg;
     const conn_rec *r = find_conn(p, id);
-    if (err)
+    if (err && !p->closing)
         ctl_err(p->c, "connection %llu (%u -> %u) failed: %s; other connections go on",
                 (unsigned long long)id, r ? r->local : 0, r ? r->remote : 0, err);
     else
@@ -323,7 +323,7 @@ static void l_conn_end(void *arg, uint64_t id, const char *err)
 {
     lsess *s = arg;
     (void)id;
-    if (err)
+    if (err && !s->p->closing)
         ctl_err(s->p->c, "connection (%u -> %u) failed: %s; other connections go on", s->local,
                 s->remote, err);
     sl_client_pf_close(s->h); /* the session served its one connection */

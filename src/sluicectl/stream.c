@@ -294,7 +294,7 @@ static void on_out(uv_poll_t *p, int status, int events)
 static void detach(run *x)
 {
     ctl_tty_restore();
-    fputs("read escape sequence\n", stderr);
+    fputs("\nread escape sequence\n", stderr);
     finish(x, 0);
 }
 
