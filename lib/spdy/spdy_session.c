@@ -202,17 +202,17 @@ static int stream_error(sl_spdy_session *s, uint32_t id, uint32_t status)
 
 /* Inflates a frame's header block. Every block goes through the shared
  * context, even for frames we then refuse. Returns SL_OK, a fatal error
- * (context broken), or *nv_err set to the per-frame parse error. */
+ * (context broken: SL_ERR_COMPRESSION, SL_ERR_TOO_LARGE, SL_ERR_PROTO for a
+ * truncated NV block, SL_ERR_NOMEM), or *nv_err set to the per-frame parse
+ * error. */
 static int decode_block(sl_spdy_session *s, const sl_spdy_ctrl *c, const sl_spdy_nv **nv, size_t *n,
                         int *nv_err)
 {
     *nv_err = sl_spdy_nv_decode(&s->inf, c->nv, c->nv_len, s->lim.max_header_pairs, nv, n);
     if (*nv_err == SL_OK)
         return SL_OK;
-    if (sl_spdy_inflater_broken(&s->inf))
-        return fatal(s, *nv_err == SL_ERR_TOO_LARGE ? SL_ERR_TOO_LARGE : SL_ERR_COMPRESSION);
-    if (*nv_err == SL_ERR_NOMEM)
-        return fatal(s, SL_ERR_NOMEM);
+    if (sl_spdy_inflater_broken(&s->inf) || *nv_err == SL_ERR_NOMEM)
+        return fatal(s, *nv_err);
     return SL_OK;
 }
 

@@ -48,17 +48,21 @@
  *     GOAWAY/WINDOW_UPDATE flags or length, bad SETTINGS count), DATA on
  *     stream 0, a frame above its limit, a session window overflow, an
  *     INITIAL_WINDOW_SIZE above 2^31-1, a header block that does not
- *     inflate or inflates beyond max_header_block: GOAWAY(PROTOCOL_ERROR)
- *     is queued and recv returns a fatal error (sl_err_is_fatal()); the
- *     session is dead (spdystream also ends the session on these).
+ *     inflate, inflates beyond max_header_block, does not end exactly on a
+ *     sync-flush boundary (a cut block: the shared zlib context could no
+ *     longer follow the peer), or whose NV block needs more bytes than the
+ *     block gave (see sl_spdy_nv_decode): GOAWAY(PROTOCOL_ERROR) is queued
+ *     and recv returns a fatal error (sl_err_is_fatal()); the session is
+ *     dead (spdystream also ends the session on these).
  *   - unknown control types (NOOP 5, CREDENTIAL 10, any other) are skipped
  *     by length, as the SPDY drafts say. spdystream would die on them.
  *   - SYN_STREAM with an id that is not new (<= the last one), of the
  *     wrong parity (even from a client, odd from a server): RST_STREAM
- *     (PROTOCOL_ERROR), frame ignored. A header block that inflates but is
- *     malformed (duplicate or empty names, more than max_header_pairs):
- *     RST_STREAM(PROTOCOL_ERROR). Over max_streams concurrent peer streams,
- *     or after our GOAWAY: RST_STREAM(REFUSED_STREAM).
+ *     (PROTOCOL_ERROR), frame ignored. A complete header block that is
+ *     malformed (duplicate or empty names, trailing bytes, more than
+ *     max_header_pairs): RST_STREAM(PROTOCOL_ERROR). Over max_streams
+ *     concurrent peer streams, or after our GOAWAY:
+ *     RST_STREAM(REFUSED_STREAM).
  *   - DATA or HEADERS on an unknown or closed stream: RST_STREAM
  *     (INVALID_STREAM), once per id; DATA after the peer's FIN:
  *     RST_STREAM(STREAM_ALREADY_CLOSED); DATA beyond our 64 KiB window from

@@ -6,6 +6,10 @@
 #include "sluice/error.h"
 
 #define INFLATE_FIRST_CAP 1024u /* first size of the decompression buffer */
+/* zlib's data_type when inflate() stopped between two deflate blocks, with
+ * no bits of the last byte left over, not in the final block. */
+#define INFLATE_BETWEEN_BLOCKS 128
+#define SYNC_MARKER_LEN 4 /* 00 00 ff ff: the empty stored block of a sync flush */
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -223,8 +227,10 @@ static int inflate_room(sl_spdy_inflater *in)
     return grow(&in->buf, &in->cap, ncap);
 }
 
-/* One inflate() step. Returns 1 when the block is complete, 0 to go on. */
-static int inflate_step(sl_spdy_inflater *in)
+/* One inflate() step. Returns 1 when the block is complete, 0 to go on.
+ * *dtype keeps zlib's data_type of the last call that made progress: a
+ * call that could not (Z_BUF_ERROR) reports a state it made up on entry. */
+static int inflate_step(sl_spdy_inflater *in, int *dtype)
 {
     int rc = inflate_room(in);
     if (rc != SL_OK)
@@ -233,6 +239,8 @@ static int inflate_step(sl_spdy_inflater *in)
     in->z.avail_out = (uInt)(in->cap - in->len);
     rc = inflate(&in->z, Z_SYNC_FLUSH);
     in->len = in->cap - in->z.avail_out;
+    if (rc == Z_OK)
+        *dtype = in->z.data_type;
     if (rc == Z_NEED_DICT) {
         if (in->z.adler != SL_SPDY_DICT_ADLER ||
             inflateSetDictionary(&in->z, sl_spdy_dict, SL_SPDY_DICT_LEN) != Z_OK)
@@ -248,6 +256,19 @@ static int inflate_step(sl_spdy_inflater *in)
     return (in->z.avail_in == 0 && in->z.avail_out != 0) ? 1 : 0;
 }
 
+/* Did the block end where a sync flush leaves the stream? Its last bytes
+ * must be the empty stored block, and inflate must have stopped between
+ * two deflate blocks with no bits left over (zlib's data_type). Input used
+ * up anywhere else means the block was cut: the next block would be
+ * decoded from the wrong place. */
+static bool at_flush_boundary(int dtype, const uint8_t *block, size_t len)
+{
+    static const uint8_t marker[SYNC_MARKER_LEN] = {0x00, 0x00, 0xff, 0xff};
+    if (len < sizeof(marker) || memcmp(block + len - sizeof(marker), marker, sizeof(marker)))
+        return false;
+    return dtype == INFLATE_BETWEEN_BLOCKS;
+}
+
 int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
                           uint8_t **raw, size_t *raw_len)
 {
@@ -256,13 +277,15 @@ int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t blo
     in->len = 0;
     in->z.next_in = (Bytef *)block;
     in->z.avail_in = (uInt)block_len;
-    int rc = block_len ? 0 : 1;
-    while (rc == 0)
-        rc = inflate_step(in);
+    int rc = 0, dtype = -1;
+    while (rc == 0 && block_len)
+        rc = inflate_step(in, &dtype);
     if (rc < 0)
         return inflater_broken(in, rc);
     if (in->len > in->max_out)
         return inflater_broken(in, SL_ERR_TOO_LARGE);
+    if (!at_flush_boundary(dtype, block, block_len))
+        return inflater_broken(in, SL_ERR_COMPRESSION);
     /* spare byte so the parser can NUL-terminate the last value */
     if (in->len == in->cap && grow(&in->buf, &in->cap, in->len + 1) != SL_OK)
         return SL_ERR_NOMEM; /* the block was fully inflated: context intact */
@@ -271,26 +294,48 @@ int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t blo
     return SL_OK;
 }
 
-/* Reads one length-prefixed string at *off. */
-static int take_string(const uint8_t *raw, size_t raw_len, size_t *off, const char **s,
-                       size_t *slen)
+/* Skips one length-prefixed string at *off; false if it runs past the end. */
+static bool skip_string(const uint8_t *raw, size_t raw_len, size_t *off)
 {
     if (raw_len - *off < 4)
-        return SL_ERR_PROTO;
+        return false;
     uint32_t l = get32(raw + *off);
     *off += 4;
     if (l > raw_len - *off)
-        return SL_ERR_PROTO;
-    *s = (const char *)raw + *off;
-    *slen = l;
+        return false;
     *off += l;
-    return SL_OK;
+    return true;
+}
+
+/* Walks the pair structure without storing it: true with *end just past
+ * the last pair, false if the block ends first. Each pair takes at least 8
+ * bytes, so a huge count stops at the end of the block. */
+static bool nv_walk(const uint8_t *raw, size_t raw_len, size_t *end)
+{
+    if (raw_len < 4)
+        return false;
+    uint32_t count = get32(raw);
+    size_t off = 4;
+    for (uint32_t i = 0; i < count; i++)
+        if (!skip_string(raw, raw_len, &off) || !skip_string(raw, raw_len, &off))
+            return false;
+    *end = off;
+    return true;
+}
+
+/* Reads one length-prefixed string at *off (nv_walk checked the lengths). */
+static void take_string(const uint8_t *raw, size_t *off, const char **s, size_t *slen)
+{
+    *slen = get32(raw + *off);
+    *s = (const char *)raw + *off + 4;
+    *off += 4 + *slen;
 }
 
 int sl_spdy_nv_parse(uint8_t *raw, size_t raw_len, sl_spdy_nv *pairs, size_t max_pairs, size_t *n)
 {
     *n = 0;
-    if (raw_len < 4)
+    size_t end;
+    if (!nv_walk(raw, raw_len, &end) || end != raw_len)
         return SL_ERR_PROTO;
     uint32_t count = get32(raw);
     if (count > max_pairs)
@@ -298,13 +343,12 @@ int sl_spdy_nv_parse(uint8_t *raw, size_t raw_len, sl_spdy_nv *pairs, size_t max
     size_t off = 4;
     for (uint32_t i = 0; i < count; i++) {
         sl_spdy_nv *p = &pairs[i];
-        if (take_string(raw, raw_len, &off, &p->name, &p->name_len) ||
-            take_string(raw, raw_len, &off, &p->value, &p->value_len))
-            return SL_ERR_PROTO;
+        take_string(raw, &off, &p->name, &p->name_len);
+        take_string(raw, &off, &p->value, &p->value_len);
         if (p->name_len == 0 || memchr(p->name, 0, p->name_len))
             return SL_ERR_PROTO;
     }
-    if (off != raw_len || has_duplicate(pairs, count))
+    if (has_duplicate(pairs, count))
         return SL_ERR_PROTO;
     /* Every length is read: now the byte after each string may become a
      * NUL (it is the next length prefix, or the spare byte at the end). */
@@ -320,16 +364,21 @@ int sl_spdy_nv_decode(sl_spdy_inflater *in, const uint8_t *block, size_t block_l
                       size_t max_pairs, const sl_spdy_nv **nv, size_t *n)
 {
     uint8_t *raw;
-    size_t raw_len;
+    size_t raw_len, end;
     *n = 0;
+    *nv = in->pairs;
     int rc = sl_spdy_inflate_block(in, block, block_len, &raw, &raw_len);
     if (rc != SL_OK)
         return rc;
-    /* Every pair takes at least 8 bytes, which bounds the array by the
-     * block actually received, not only by max_pairs. */
-    size_t want = raw_len >= 4 ? (raw_len - 4) / 8 : 0;
+    /* An NV block that needs more bytes than its block gave is a cut
+     * block as far as we can tell (see the header): fatal, like zlib errors. */
+    if (!nv_walk(raw, raw_len, &end))
+        return inflater_broken(in, SL_ERR_PROTO);
+    /* The walk bounds the count by the bytes present; the parser stores at
+     * most min(count, max_pairs) pairs. */
+    size_t want = get32(raw);
     if (want > max_pairs)
-        want = max_pairs;
+        want = 0; /* refused before anything is stored */
     if (want > in->pairs_cap) {
         sl_spdy_nv *np = realloc(in->pairs, want * sizeof(*np));
         if (!np)
@@ -337,9 +386,6 @@ int sl_spdy_nv_decode(sl_spdy_inflater *in, const uint8_t *block, size_t block_l
         in->pairs = np;
         in->pairs_cap = want;
     }
-    rc = sl_spdy_nv_parse(raw, raw_len, in->pairs, want < max_pairs ? want : max_pairs, n);
-    if (rc == SL_ERR_TOO_LARGE && raw_len >= 4 && get32(raw) <= max_pairs)
-        rc = SL_ERR_PROTO; /* more pairs claimed than bytes present */
     *nv = in->pairs;
-    return rc;
+    return sl_spdy_nv_parse(raw, raw_len, in->pairs, max_pairs, n);
 }

@@ -96,11 +96,17 @@ void sl_spdy_inflater_fini(sl_spdy_inflater *in);
 /* Decompresses one block (the frame's NV bytes, exactly). Sets the
  * dictionary when zlib asks for it. Output grows only up to max_out bytes:
  * a block that would inflate further is refused while inflating (a bomb
- * never expands in memory). *raw / *raw_len describe the result, owned by
- * `in`, valid until the next call; raw[*raw_len] is writable. Errors, all
- * of which leave the context broken (every later call fails with
- * SL_ERR_COMPRESSION), because the shared stream is no longer in step:
- *   SL_ERR_COMPRESSION  corrupt data, wrong dictionary id, end of stream
+ * never expands in memory). The block must end exactly on a sync-flush
+ * boundary, as every SPDY/3 sender ends each block: its last bytes are the
+ * empty stored block 00 00 ff ff and inflate stopped between two deflate
+ * blocks with no bits left over. A block cut short (or extended) anywhere
+ * else is refused: the shared stream would go on decoding from the wrong
+ * place. *raw / *raw_len describe the result, owned by `in`, valid until
+ * the next call; raw[*raw_len] is writable. Errors, all of which leave the
+ * context broken (every later call fails with SL_ERR_COMPRESSION), because
+ * the shared stream is no longer in step:
+ *   SL_ERR_COMPRESSION  corrupt data, wrong dictionary id, end of stream,
+ *                       an empty block, a block not ending on a sync flush
  *   SL_ERR_TOO_LARGE    the block inflates beyond max_out
  *   SL_ERR_NOMEM */
 int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
@@ -108,15 +114,30 @@ int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t blo
 
 /* Parses a decompressed block in place into pairs[0, *n). raw must have
  * raw_len + 1 writable bytes: names and values are NUL-terminated in place.
- * Errors (the compression context is unaffected):
- *   SL_ERR_TOO_LARGE  num_pairs > max_pairs
- *   SL_ERR_PROTO      truncated or trailing bytes, empty name, NUL in a
- *                     name, or a duplicate name (compared ignoring case) */
+ * pairs must hold min(num_pairs, max_pairs) entries. Errors (the
+ * compression context is unaffected):
+ *   SL_ERR_PROTO      truncated (a count or length runs past raw_len) or
+ *                     trailing bytes, empty name, NUL in a name, or a
+ *                     duplicate name (compared ignoring case)
+ *   SL_ERR_TOO_LARGE  a complete block with num_pairs > max_pairs */
 int sl_spdy_nv_parse(uint8_t *raw, size_t raw_len, sl_spdy_nv *pairs, size_t max_pairs, size_t *n);
 
 /* Inflate + parse. Pairs are stored in `in` (valid until the next call).
  * Returns the errors of both steps; sl_spdy_inflater_broken() tells the
- * fatal ones (compression) from the per-frame ones (parse). */
+ * fatal ones from the per-frame ones (which leave the context in step):
+ *   - every inflate error (above) is fatal;
+ *   - a truncated NV block (its count or a length needs more bytes than
+ *     the block inflated to) is SL_ERR_PROTO and fatal: the inflate check
+ *     passed, so the block ended on a flush boundary, but we cannot tell a
+ *     sender that compressed a short NV block (context in step) from a
+ *     block cut at a flush point inside it (a sender that flushes more than
+ *     once per block, a stored block ending in 00 00 ff ff): then the next
+ *     blocks would silently decode against a wrong history. No correct
+ *     sender produces either, and spdystream also ends the session on it;
+ *   - a complete NV block that is malformed (trailing bytes, empty or
+ *     duplicate names, NUL in a name: SL_ERR_PROTO; more than max_pairs:
+ *     SL_ERR_TOO_LARGE) is per frame: the sender's block ended where ours
+ *     did, so the context is in step. */
 int sl_spdy_nv_decode(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
                       size_t max_pairs, const sl_spdy_nv **nv, size_t *n);
 

@@ -395,15 +395,17 @@ static size_t rx_take(app *a, uint32_t id, char *buf, size_t cap)
     return n;
 }
 
-/* A stored deflate block: a valid continuation of any zlib stream that was
- * sync-flushed, so it can follow spdystream's golden blocks. */
+/* A stored deflate block and a sync flush (an empty stored block): a valid
+ * continuation of any zlib stream that was sync-flushed, so it can follow
+ * spdystream's golden blocks. */
 static size_t stored_block(const uint8_t *raw, size_t n, uint8_t *out)
 {
     out[0] = 0x00;
     out[1] = (uint8_t)n, out[2] = (uint8_t)(n >> 8);
     out[3] = (uint8_t)~n, out[4] = (uint8_t)(~n >> 8);
     memcpy(out + 5, raw, n);
-    return n + 5;
+    memcpy(out + 5 + n, "\0\0\0\xff\xff", 5);
+    return n + 10;
 }
 
 /* ---- golden wire --------------------------------------------------------------- */
@@ -1076,6 +1078,126 @@ static void bad_header_blocks(void **state)
     app_free(a);
 }
 
+/* ---- header blocks cut short ------------------------------------------------------ */
+
+/* SYN_STREAM id carrying block[0, len) from an exact-size frame copy. */
+static uint8_t *syn_frame(uint32_t id, const uint8_t *block, size_t len, size_t *flen)
+{
+    sl_bufq q;
+    sl_bufq_init(&q);
+    assert_int_equal(sl_spdy_write_syn_stream(&q, id, 0, 0, 0, block, len), SL_OK);
+    *flen = sl_bufq_len(&q);
+    uint8_t *f = malloc(*flen);
+    assert_non_null(f);
+    sl_bufq_copyout(&q, f, *flen);
+    sl_bufq_fini(&q);
+    return f;
+}
+
+/* Every proper prefix of a golden block: the session ends at once with
+ * GOAWAY(last good id, PROTOCOL_ERROR), no RST_STREAM. */
+static void golden_block_every_truncation(void **state)
+{
+    (void)state;
+    const size_t hdr = 18; /* frame header, ids, priority, slot */
+    for (size_t cut = 0; cut < sizeof(syn_stream_1) - hdr; cut++) {
+        app *a = app_new(SL_SPDY_SERVER, NULL);
+        size_t flen;
+        uint8_t *f = syn_frame(1, syn_stream_1 + hdr, cut, &flen);
+        expect_fatal(a, f, flen, SL_ERR_COMPRESSION, "GOAWAY 0 1|");
+        assert_string_equal(events(a), "");
+        free(f);
+        app_free(a);
+    }
+    for (size_t cut = 0; cut < sizeof(syn_stream_3) - hdr; cut++) {
+        app *a = app_new(SL_SPDY_SERVER, NULL);
+        assert_int_equal(feed(a, syn_stream_1, sizeof(syn_stream_1)), SL_OK);
+        assert_string_equal(wire(a), "SYN_REPLY 1 f0|");
+        size_t flen;
+        uint8_t *f = syn_frame(3, syn_stream_3 + hdr, cut, &flen);
+        expect_fatal(a, f, flen, SL_ERR_COMPRESSION, "GOAWAY 1 1|");
+        assert_string_equal(events(a), "open 1 streamtype=error;");
+        free(f);
+        app_free(a);
+    }
+}
+
+/* The interop case (tests/interop/spdy_bad.test.mjs): stream 1 replied,
+ * SYN_STREAM 3 with the first half of {streamtype: error, x-pad: 3000 x
+ * 'a'}, then well-formed SYN_STREAMs 5 and 7, fed in every 2-way split and
+ * byte by byte. */
+static size_t cut_block_input(uint8_t *buf, size_t cap)
+{
+    tcomp t;
+    tc_init(&t);
+    sl_bufq q;
+    sl_bufq_init(&q);
+    syn_type(&q, &t, 1, "bogus");
+    static uint8_t raw[4096], blk[4096];
+    char pad[3001];
+    memset(pad, 'a', 3000);
+    pad[3000] = 0;
+    size_t bl =
+        tc_block(&t, raw, nv_raw(raw, "streamtype", "error", "x-pad", pad, NULL), blk, sizeof(blk));
+    assert_int_equal(sl_spdy_write_syn_stream(&q, 3, 0, 0, 0, blk, bl / 2), SL_OK);
+    syn_type(&q, &t, 5, "error");
+    syn_type(&q, &t, 7, "stdout");
+    deflateEnd(&t.z);
+    size_t len = sl_bufq_copyout(&q, buf, cap);
+    assert_int_equal(len, sl_bufq_len(&q));
+    sl_bufq_fini(&q);
+    return len;
+}
+
+/* Feeds p in pieces of `step` bytes, or (step 0) in two pieces cut at
+ * `cut`, stopping at the first error. */
+static void cut_block_run(const uint8_t *p, size_t len, size_t step, size_t cut)
+{
+    app *a = app_new(SL_SPDY_SERVER, NULL);
+    int rc = SL_OK;
+    size_t off = 0;
+    if (!step) {
+        rc = feed(a, p, cut);
+        off = cut;
+        step = len;
+    }
+    for (; off < len && rc == SL_OK; off += step)
+        rc = feed(a, p + off, len - off < step ? len - off : step);
+    assert_int_equal(rc, SL_ERR_COMPRESSION);
+    assert_false(sl_spdy_session_want_read(a->s));
+    assert_string_equal(wire(a), "SYN_REPLY 1 f0|GOAWAY 1 1|");
+    assert_string_equal(events(a), "open 1 streamtype=bogus;");
+    app_free(a);
+}
+
+static void cut_block_is_fatal(void **state)
+{
+    (void)state;
+    static uint8_t p[8192];
+    size_t len = cut_block_input(p, sizeof(p));
+    for (size_t cut = 0; cut <= len; cut++)
+        cut_block_run(p, len, 0, cut);
+    cut_block_run(p, len, 1, 0);
+}
+
+/* A block that ends on a flush point inside the sender's NV block (a
+ * sender flushing twice per block, cut after the first flush): inflate
+ * cannot tell, the NV block needs more bytes than it got. Fatal. */
+static void nv_cut_is_fatal(void **state)
+{
+    (void)state;
+    app *a = server_with_stream(NULL);
+    uint8_t raw[256], blk[256];
+    size_t rl = nv_raw(raw, "streamtype", "stdout", "port", "8080", NULL);
+    size_t bl = tc_block(&a->t, raw, rl / 2, blk, sizeof(blk));
+    size_t flen;
+    uint8_t *f = syn_frame(3, blk, bl, &flen);
+    expect_fatal(a, f, flen, SL_ERR_PROTO, "GOAWAY 1 1|");
+    assert_string_equal(events(a), "");
+    free(f);
+    app_free(a);
+}
+
 static void syn_reply_errors(void **state)
 {
     (void)state;
@@ -1195,6 +1317,9 @@ int main(void)
         cmocka_unit_test(data_on_bad_streams),
         cmocka_unit_test(stream_limit),
         cmocka_unit_test(bad_header_blocks),
+        cmocka_unit_test(golden_block_every_truncation),
+        cmocka_unit_test(cut_block_is_fatal),
+        cmocka_unit_test(nv_cut_is_fatal),
         cmocka_unit_test(syn_reply_errors),
         cmocka_unit_test(window_overflow),
         cmocka_unit_test(open_callbacks_and_flags),

@@ -211,8 +211,10 @@ static void parse_cases(void **state)
     PARSE("\0\0\0\1\0\0\0\0\0\0\0\0", 4, SL_ERR_PROTO);                   /* empty name */
     PARSE("\0\0\0\1\0\0\0\2a\0\0\0\0\0", 4, SL_ERR_PROTO);                /* NUL in name */
     PARSE("\0\0\0\2\0\0\0\1a\0\0\0\0\0\0\0\1A\0\0\0\0", 4, SL_ERR_PROTO); /* duplicate */
-    PARSE("\0\0\0\5", 4, SL_ERR_TOO_LARGE);
+    PARSE("\0\0\0\5", 4, SL_ERR_PROTO); /* count past the end: truncated, not too many */
     PARSE("\0\0\0\1\0\0\0\1a\0\0\0\0", 0, SL_ERR_TOO_LARGE);
+    PARSE("\0\0\0\2\0\0\0\1a\0\0\0\0\0\0\0\1b\0\0\0\0", 1, SL_ERR_TOO_LARGE);
+    PARSE("\0\0\0\2\0\0\0\1a\0\0\0\0\0\0\0\1b\0\0\0", 1, SL_ERR_PROTO);
 
     /* NUL-termination in place, multi-values kept whole */
     uint8_t raw[] = "\0\0\0\2\0\0\0\1a\0\0\0\3x\0y\0\0\0\2bc\0\0\0\1z";
@@ -341,10 +343,18 @@ static void corrupt_blocks(void **state)
     free(blk);
     free(raw);
 
-    /* a block cut short decodes to a truncated NV: per-frame error only */
+    /* a block cut short does not end on a sync flush: the context is lost */
     assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
-    assert_int_equal(sl_spdy_nv_decode(&in, c2s_block1, 10, 64, &nv, &n), SL_ERR_PROTO);
-    assert_false(sl_spdy_inflater_broken(&in));
+    assert_int_equal(sl_spdy_nv_decode(&in, c2s_block1, 10, 64, &nv, &n), SL_ERR_COMPRESSION);
+    assert_true(sl_spdy_inflater_broken(&in));
+    assert_int_equal(sl_spdy_nv_decode(&in, c2s_block2, sizeof(c2s_block2), 64, &nv, &n),
+                     SL_ERR_COMPRESSION);
+    sl_spdy_inflater_fini(&in);
+
+    /* an empty block is no block */
+    assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+    assert_int_equal(sl_spdy_nv_decode(&in, c2s_block1, 0, 64, &nv, &n), SL_ERR_COMPRESSION);
+    assert_true(sl_spdy_inflater_broken(&in));
     sl_spdy_inflater_fini(&in);
 }
 
@@ -372,16 +382,229 @@ static void pair_limit_keeps_context(void **state)
     assert_int_equal(n, 64);
     assert_string_equal(nv[63].name, "h63");
     sl_spdy_inflater_fini(&in);
-    /* a count claiming more pairs (within the limit) than bytes present */
+    /* a count claiming more pairs (within the limit) than bytes present:
+     * a truncated NV block, fatal (see sl_spdy_nv_decode) */
     size_t clen;
     uint8_t *blk = peer_compress((const uint8_t *)"\0\0\0\x30", 4, sl_spdy_dict, SL_SPDY_DICT_LEN,
                                  false, &clen);
     assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
     assert_int_equal(sl_spdy_nv_decode(&in, blk, clen, 64, &nv, &n), SL_ERR_PROTO);
-    assert_false(sl_spdy_inflater_broken(&in));
+    assert_true(sl_spdy_inflater_broken(&in));
     free(blk);
     sl_spdy_inflater_fini(&in);
     sl_spdy_deflater_fini(&d);
+}
+
+/* ---- blocks must end on a sync flush ------------------------------------------ */
+
+/* A peer's compression context, fed block by block with a chosen flush. */
+typedef struct peer_z {
+    z_stream z;
+} peer_z;
+
+static void pz_init(peer_z *p)
+{
+    memset(p, 0, sizeof(*p));
+    assert_int_equal(deflateInit2(&p->z, 9, Z_DEFLATED, 15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+    assert_int_equal(deflateSetDictionary(&p->z, sl_spdy_dict, SL_SPDY_DICT_LEN), Z_OK);
+}
+
+static size_t pz_block(peer_z *p, const uint8_t *raw, size_t n, int flush, uint8_t *out, size_t cap)
+{
+    p->z.next_in = (Bytef *)raw;
+    p->z.avail_in = (uInt)n;
+    p->z.next_out = out;
+    p->z.avail_out = (uInt)cap;
+    int rc = deflate(&p->z, flush);
+    assert_true(rc == Z_OK || rc == Z_BUF_ERROR);
+    assert_int_equal(p->z.avail_in, 0);
+    assert_true(p->z.avail_out > 0);
+    return cap - p->z.avail_out;
+}
+
+/* Raw NV block of pairs name, value, ... (lengths < 65536). */
+static size_t raw_nv(uint8_t *buf, const char *const *kv, size_t pairs)
+{
+    size_t off = 4;
+    memcpy(buf, "\0\0\0", 3);
+    buf[3] = (uint8_t)pairs;
+    for (size_t i = 0; i < 2 * pairs; i++) {
+        size_t l = strlen(kv[i]);
+        buf[off] = buf[off + 1] = 0;
+        buf[off + 2] = (uint8_t)(l >> 8);
+        buf[off + 3] = (uint8_t)l;
+        memcpy(buf + off + 4, kv[i], l);
+        off += 4 + l;
+    }
+    return off;
+}
+
+/* Decodes `first` (if any), then every proper prefix of blk, each through a
+ * fresh context from an exact-size copy: all are refused and break it. */
+static void every_cut_refused(const uint8_t *first, size_t first_len, const uint8_t *blk,
+                              size_t len)
+{
+    for (size_t cut = 0; cut < len; cut++) {
+        sl_spdy_inflater in;
+        const sl_spdy_nv *nv;
+        size_t n;
+        assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+        if (first)
+            assert_int_equal(sl_spdy_nv_decode(&in, first, first_len, 64, &nv, &n), SL_OK);
+        uint8_t *copy = malloc(cut ? cut : 1);
+        assert_non_null(copy);
+        memcpy(copy, blk, cut);
+        int rc = sl_spdy_nv_decode(&in, copy, cut, 64, &nv, &n);
+        free(copy);
+        if (rc != SL_ERR_COMPRESSION || !sl_spdy_inflater_broken(&in))
+            fail_msg("cut at %zu of %zu: rc %d", cut, len, rc);
+        sl_spdy_inflater_fini(&in);
+    }
+}
+
+static void golden_every_truncation(void **state)
+{
+    (void)state;
+    every_cut_refused(NULL, 0, c2s_block1, sizeof(c2s_block1));
+    every_cut_refused(c2s_block1, sizeof(c2s_block1), c2s_block2, sizeof(c2s_block2));
+    every_cut_refused(NULL, 0, s2c_block1, sizeof(s2c_block1));
+    every_cut_refused(s2c_block1, sizeof(s2c_block1), s2c_block2, sizeof(s2c_block2));
+}
+
+/* The interop case: {streamtype: error, x-pad: 3000 x 'a'} cut anywhere
+ * after a first block; the well-formed block after it must not decode. */
+static void big_block_every_truncation(void **state)
+{
+    (void)state;
+    static uint8_t raw[4096], a[256], b[4096], c[256];
+    char pad[3001];
+    memset(pad, 'a', 3000);
+    pad[3000] = 0;
+    const char *h1[] = {"streamtype", "bogus"}, *h2[] = {"streamtype", "error", "x-pad", pad},
+               *h3[] = {"streamtype", "stdout"};
+    peer_z p;
+    pz_init(&p);
+    size_t al = pz_block(&p, raw, raw_nv(raw, h1, 1), Z_SYNC_FLUSH, a, sizeof(a));
+    size_t bl = pz_block(&p, raw, raw_nv(raw, h2, 2), Z_SYNC_FLUSH, b, sizeof(b));
+    size_t cl = pz_block(&p, raw, raw_nv(raw, h3, 1), Z_SYNC_FLUSH, c, sizeof(c));
+    deflateEnd(&p.z);
+    every_cut_refused(a, al, b, bl);
+    for (size_t cut = 0; cut < bl; cut++) { /* and the next block stays refused */
+        sl_spdy_inflater in;
+        const sl_spdy_nv *nv;
+        size_t n;
+        assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+        assert_int_equal(sl_spdy_nv_decode(&in, a, al, 64, &nv, &n), SL_OK);
+        assert_int_not_equal(sl_spdy_nv_decode(&in, b, cut, 64, &nv, &n), SL_OK);
+        assert_int_equal(sl_spdy_nv_decode(&in, c, cl, 64, &nv, &n), SL_ERR_COMPRESSION);
+        sl_spdy_inflater_fini(&in);
+    }
+    /* whole, all three decode */
+    sl_spdy_inflater in;
+    const sl_spdy_nv *nv;
+    size_t n;
+    assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+    assert_int_equal(sl_spdy_nv_decode(&in, a, al, 64, &nv, &n), SL_OK);
+    assert_int_equal(sl_spdy_nv_decode(&in, b, bl, 64, &nv, &n), SL_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(nv[1].value_len, 3000);
+    assert_int_equal(sl_spdy_nv_decode(&in, c, cl, 64, &nv, &n), SL_OK);
+    assert_string_equal(nv[0].value, "stdout");
+    sl_spdy_inflater_fini(&in);
+}
+
+/* Decodes blocks [0, nb) in one context, expecting rc[i] and broken[i]. */
+static void decode_seq(const uint8_t *const *blk, const size_t *len, size_t nb, const int *rc,
+                       const bool *broken)
+{
+    sl_spdy_inflater in;
+    const sl_spdy_nv *nv;
+    size_t n;
+    assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+    for (size_t i = 0; i < nb; i++) {
+        uint8_t *copy = malloc(len[i] ? len[i] : 1);
+        assert_non_null(copy);
+        memcpy(copy, blk[i], len[i]);
+        int got = sl_spdy_nv_decode(&in, copy, len[i], 64, &nv, &n);
+        free(copy);
+        if (got != rc[i] || sl_spdy_inflater_broken(&in) != broken[i])
+            fail_msg("block %zu: rc %d, broken %d", i, got, sl_spdy_inflater_broken(&in));
+    }
+    sl_spdy_inflater_fini(&in);
+}
+
+static void flush_variants(void **state)
+{
+    (void)state;
+    static uint8_t raw[256], b1[256], b2[256], b3[256], two[512];
+    const char *h1[] = {"streamtype", "data"}, *h2[] = {"port", "80"}, *h3[] = {"a", "b"};
+    peer_z p;
+    /* Z_FULL_FLUSH also ends with 00 00 ff ff on a block boundary */
+    pz_init(&p);
+    size_t l1 = pz_block(&p, raw, raw_nv(raw, h1, 1), Z_FULL_FLUSH, b1, sizeof(b1));
+    size_t l2 = pz_block(&p, raw, raw_nv(raw, h2, 1), Z_SYNC_FLUSH, b2, sizeof(b2));
+    deflateEnd(&p.z);
+    const uint8_t *full[] = {b1, b2};
+    const size_t full_len[] = {l1, l2};
+    decode_seq(full, full_len, 2, (const int[]){SL_OK, SL_OK}, (const bool[]){false, false});
+
+    /* Z_PARTIAL_FLUSH ends with an empty fixed block, not a sync flush */
+    pz_init(&p);
+    l1 = pz_block(&p, raw, raw_nv(raw, h1, 1), Z_PARTIAL_FLUSH, b1, sizeof(b1));
+    deflateEnd(&p.z);
+    decode_seq(full, &l1, 1, (const int[]){SL_ERR_COMPRESSION}, (const bool[]){true});
+
+    /* two whole blocks in one frame: in step, but trailing NV bytes */
+    pz_init(&p);
+    l1 = pz_block(&p, raw, raw_nv(raw, h1, 1), Z_SYNC_FLUSH, b1, sizeof(b1));
+    l2 = pz_block(&p, raw, raw_nv(raw, h2, 1), Z_SYNC_FLUSH, b2, sizeof(b2));
+    size_t l3 = pz_block(&p, raw, raw_nv(raw, h3, 1), Z_SYNC_FLUSH, b3, sizeof(b3));
+    deflateEnd(&p.z);
+    memcpy(two, b1, l1);
+    memcpy(two + l1, b2, l2);
+    const uint8_t *seq[] = {two, b3};
+    size_t seq_len[] = {l1 + l2, l3};
+    decode_seq(seq, seq_len, 2, (const int[]){SL_ERR_PROTO, SL_OK}, (const bool[]){false, false});
+
+    /* a repeated flush (one more empty stored block) keeps the context */
+    memcpy(two, b1, l1);
+    memcpy(two + l1, "\0\0\0\xff\xff", 5);
+    const uint8_t *rep[] = {two, b2};
+    size_t rep_len[] = {l1 + 5, l2};
+    decode_seq(rep, rep_len, 2, (const int[]){SL_OK, SL_OK}, (const bool[]){false, false});
+
+    /* a block and the start of the next: not on a boundary */
+    for (size_t extra = 1; extra < l2; extra++) {
+        memcpy(two, b1, l1);
+        memcpy(two + l1, b2, extra);
+        size_t ext_len = l1 + extra;
+        decode_seq(seq, &ext_len, 1, (const int[]){SL_ERR_COMPRESSION}, (const bool[]){true});
+    }
+}
+
+/* A sender that flushes inside one NV block (no SPDY sender does); the
+ * frame is cut right after that inner flush. The zlib check cannot see the
+ * cut, the NV parse can: it needs more bytes, so the session must end. */
+static void nv_cut_at_inner_flush(void **state)
+{
+    (void)state;
+    static uint8_t raw[256], part1[256], part2[256], whole[512], next[256];
+    const char *h[] = {"streamtype", "stdout", "port", "8080"}, *h2[] = {"a", "b"};
+    size_t rl = raw_nv(raw, h, 2);
+    peer_z p;
+    pz_init(&p);
+    size_t l1 = pz_block(&p, raw, rl / 2, Z_SYNC_FLUSH, part1, sizeof(part1));
+    size_t l2 = pz_block(&p, raw + rl / 2, rl - rl / 2, Z_SYNC_FLUSH, part2, sizeof(part2));
+    size_t ln = pz_block(&p, raw, raw_nv(raw, h2, 1), Z_SYNC_FLUSH, next, sizeof(next));
+    deflateEnd(&p.z);
+    const uint8_t *cut[] = {part1};
+    decode_seq(cut, &l1, 1, (const int[]){SL_ERR_PROTO}, (const bool[]){true});
+    /* both parts in one frame: a whole block, and the next one follows */
+    memcpy(whole, part1, l1);
+    memcpy(whole + l1, part2, l2);
+    const uint8_t *ok[] = {whole, next};
+    size_t ok_len[] = {l1 + l2, ln};
+    decode_seq(ok, ok_len, 2, (const int[]){SL_OK, SL_OK}, (const bool[]){false, false});
 }
 
 int main(void)
@@ -396,6 +619,10 @@ int main(void)
         cmocka_unit_test(bomb_refused),
         cmocka_unit_test(corrupt_blocks),
         cmocka_unit_test(pair_limit_keeps_context),
+        cmocka_unit_test(golden_every_truncation),
+        cmocka_unit_test(big_block_every_truncation),
+        cmocka_unit_test(flush_variants),
+        cmocka_unit_test(nv_cut_at_inner_flush),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
