@@ -1,0 +1,39 @@
+/* TLS for the front's listener: a self-signed serving certificate made at
+ * start (EC P-256, SAN for the listen address, 127.0.0.1 and localhost),
+ * and per-connection OpenSSL sessions on memory BIOs so libuv keeps all
+ * socket I/O. */
+#ifndef SK_TLS_H
+#define SK_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/bufq.h"
+
+#define SK_TLS_CERT_DAYS 365
+#define SK_TLS_PLAIN_CHUNK 16384u
+
+typedef struct sk_tls sk_tls;
+
+/* Makes the key and certificate, writes the certificate (PEM) to
+ * cert_path (mode 0644, parent made if missing) and returns an SSL_CTX *,
+ * or NULL with err filled. */
+void *sk_tls_ctx_new(const char *address, const char *cert_path, char *err, size_t errlen);
+void sk_tls_ctx_free(void *ctx);
+
+/* A server-side session; NULL on allocation failure. */
+sk_tls *sk_tls_new(void *ctx);
+void sk_tls_free(sk_tls *t);
+
+/* Feeds ciphertext from the peer. Decrypted bytes go to plain(arg, ...);
+ * records to send (handshake, alerts, flushed writes) are appended to out.
+ * Returns 0, or -1 when the session failed or the peer closed it. */
+int sk_tls_recv(sk_tls *t, const uint8_t *in, size_t len, sl_bufq *out,
+                void (*plain)(void *arg, const uint8_t *data, size_t len), void *arg);
+/* Encrypts len bytes into out (held until the handshake is done).
+ * Returns 0 or -1. */
+int sk_tls_send(sk_tls *t, const void *data, size_t len, sl_bufq *out);
+/* Appends close_notify. */
+void sk_tls_shutdown(sk_tls *t, sl_bufq *out);
+
+#endif

@@ -1,0 +1,185 @@
+// Starts sluice-kube (the Kubernetes API front) in front of a CRI endpoint
+// for the interop tests, writes the kubeconfig its --print-kubeconfig gives,
+// and runs the stock kubectl against it.
+//
+//   const kf = await KubeFront.start({ endpoint, token: 't0k', tls: true });
+//   const r = await kf.kubectl(['get', 'pods', '-A']);   // {code, stdout, stderr}
+//   await kf.stop();   // SIGTERM: exit 0, no sanitizer report
+//
+// The binary comes from $SLUICE_KUBE, else <repo>/build/src/sluice-kube/sluice-kube.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { REPO } from './hostd.mjs';
+
+export const SLUICE_KUBE = process.env.SLUICE_KUBE
+  ? path.resolve(process.env.SLUICE_KUBE)
+  : path.join(REPO, 'build/src/sluice-kube/sluice-kube');
+export const KUBECTL = process.env.KUBECTL || 'kubectl';
+
+const START_TIMEOUT_MS = 15000;
+const STOP_TIMEOUT_MS = 15000;
+const BANNER = /^sluice-kube: serving (https?:\/\/\S+) for (\S+) on (\S+)$/m;
+const SANITIZER_MARKS = ['ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:'];
+
+export function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Why kubectl tests cannot run (for skip), or false.
+export function kubeSkipReason() {
+  if (!fs.existsSync(SLUICE_KUBE)) return `no sluice-kube at ${SLUICE_KUBE} (build it, or set SLUICE_KUBE)`;
+  if (spawnSync(KUBECTL, ['version', '--client'], { stdio: 'ignore' }).status !== 0)
+    return 'kubectl is not installed';
+  return false;
+}
+
+// The two transports of kubectl 1.32: WebSocket first (default), or SPDY
+// only (the env switches of protocol notes §9.1).
+export const TRANSPORTS = {
+  websocket: {},
+  spdy: { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false', KUBECTL_PORT_FORWARD_WEBSOCKETS: 'false' },
+};
+
+export class KubeFront {
+  constructor(opts) {
+    this.opts = opts;
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sk-'));
+    this.cert = path.join(this.dir, 'serving.crt');
+    this.kubeconfig = path.join(this.dir, 'kubeconfig');
+    this.cacheDir = path.join(this.dir, 'cache');
+    this.stdout = '';
+    this.stderr = '';
+    this.exited = null;
+  }
+
+  flags(port) {
+    const f = ['--address', '127.0.0.1', '--port', String(port), '--cert', this.cert];
+    if (this.opts.token) f.push('--token', this.opts.token);
+    if (this.opts.tls) f.push('--tls');
+    return f;
+  }
+
+  static async start(opts) {
+    const kf = new KubeFront(opts);
+    await kf.launch();
+    return kf;
+  }
+
+  async launch() {
+    const args = [...this.flags(0), '--runtime-endpoint', this.opts.endpoint,
+      '--node-name', 'sluice-node', ...(this.opts.args || [])];
+    this.proc = spawn(SLUICE_KUBE, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout.on('data', (d) => { this.stdout += d; });
+    this.proc.stderr.on('data', (d) => { this.stderr += d; });
+    this.exitPromise = new Promise((resolve) => {
+      this.proc.on('exit', (code, signal) => {
+        this.exited = { code, signal };
+        resolve(this.exited);
+      });
+    });
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    while (!BANNER.test(this.stdout)) {
+      if (this.exited) throw new Error(`sluice-kube exited at start: ${this.describe()}`);
+      if (Date.now() > deadline) throw new Error(`sluice-kube: no banner: ${this.describe()}`);
+      await sleep(20);
+    }
+    const m = BANNER.exec(this.stdout);
+    this.url = m[1];
+    this.runtime = m[2];
+    this.port = Number(new URL(this.url).port);
+    const r = spawnSync(SLUICE_KUBE, [...this.flags(this.port), '--print-kubeconfig'],
+      { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`--print-kubeconfig: ${r.stderr}`);
+    this.kubeconfigText = r.stdout;
+    fs.writeFileSync(this.kubeconfig, r.stdout);
+  }
+
+  describe() {
+    return `sluice-kube ${this.exited ? JSON.stringify(this.exited) : 'running'}\n` +
+      `--- stdout ---\n${this.stdout}--- stderr ---\n${this.stderr.slice(-20000)}--- end ---`;
+  }
+
+  assertAlive() {
+    if (this.exited) throw new Error(`sluice-kube died: ${this.describe()}`);
+  }
+
+  // CA certificate (PEM) when TLS is on.
+  ca() {
+    return this.opts.tls ? fs.readFileSync(this.cert) : null;
+  }
+
+  env(extra = {}) {
+    return { ...process.env, KUBECONFIG: this.kubeconfig, KUBECACHEDIR: this.cacheDir, ...extra };
+  }
+
+  // Runs kubectl; resolves {code, stdout (Buffer), stderr (string)}.
+  kubectl(args, { env = {}, input = null, timeoutMs = 60000, stdinStream = null } = {}) {
+    return new Promise((resolve, reject) => {
+      const p = spawn(KUBECTL, ['--cache-dir', this.cacheDir, ...args],
+        { env: this.env(env), stdio: ['pipe', 'pipe', 'pipe'] });
+      const out = [];
+      let err = '';
+      p.stdout.on('data', (d) => out.push(d));
+      p.stderr.on('data', (d) => { err += d; });
+      const timer = setTimeout(() => {
+        p.kill('SIGKILL');
+        reject(new Error(`kubectl ${args.join(' ')}: no exit in ${timeoutMs} ms; stderr: ${err}`));
+      }, timeoutMs);
+      p.on('error', reject);
+      p.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout: Buffer.concat(out), stderr: err });
+      });
+      p.stdin.on('error', () => {}); // kubectl may exit before reading it all
+      if (stdinStream) stdinStream(p);
+      else if (input !== null) p.stdin.end(input);
+      else p.stdin.end();
+    });
+  }
+
+  // Spawns kubectl and leaves it running (port-forward, logs -f).
+  spawnKubectl(args, { env = {} } = {}) {
+    return spawn(KUBECTL, ['--cache-dir', this.cacheDir, ...args],
+      { env: this.env(env), stdio: ['pipe', 'pipe', 'pipe'] });
+  }
+
+  // A raw request to the front: {status, headers, body (Buffer)}.
+  async request(pathname, { method = 'GET', headers = {}, token = this.opts.token } = {}) {
+    const mod = this.opts.tls ? await import('node:https') : await import('node:http');
+    const h = { ...headers };
+    if (token) h.authorization = `Bearer ${token}`;
+    return new Promise((resolve, reject) => {
+      const req = mod.request(`${this.url}${pathname}`,
+        { method, headers: h, ca: this.ca() ?? undefined, agent: false }, (res) => {
+          const chunks = [];
+          res.on('data', (d) => chunks.push(d));
+          res.on('end', () => resolve({ status: res.statusCode, headers: res.headers,
+            body: Buffer.concat(chunks) }));
+        });
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  async stop() {
+    if (!this.exited) {
+      this.proc.kill('SIGTERM');
+      const res = await Promise.race([this.exitPromise, sleep(STOP_TIMEOUT_MS).then(() => null)]);
+      if (!res) {
+        this.proc.kill('SIGKILL');
+        throw new Error(`sluice-kube: no exit within ${STOP_TIMEOUT_MS} ms of SIGTERM`);
+      }
+    }
+    fs.rmSync(this.dir, { recursive: true, force: true });
+    const mark = SANITIZER_MARKS.find((m) => this.stderr.includes(m));
+    if (this.exited.code !== 0 || mark)
+      throw new Error(`sluice-kube: unclean exit: ${this.describe()}`);
+  }
+
+  destroy() {
+    if (this.proc && !this.exited) this.proc.kill('SIGKILL');
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
