@@ -57,6 +57,10 @@ sl_monc *sl_rt_pod_mon(sl_rt *rt, sl_pod *p, sl_error *e)
         sl_monc_close(p->mon);
         p->mon = NULL;
     }
+    if (rt->detached) {
+        sl_error_set(e, ESHUTDOWN, "sluiced is shutting down");
+        return NULL;
+    }
     SL_AUTOFREE char *dir = sl_rt_pod_run_dir(rt, p->id);
     p->owner = rt;
     p->mon = dir ? sl_monc_connect(rt->loop, dir, sl_rt_mon_event, p, e) : NULL;
@@ -94,6 +98,16 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     }
     sl_rt_stream_init(rt);
     return 0;
+}
+
+void sl_rt_detach(sl_rt *rt)
+{
+    rt->detached = true;
+    for (sl_pod *p = rt->model.pods; p; p = p->next) {
+        sl_monc *m = p->mon;
+        p->mon = NULL;
+        sl_monc_close(m); /* pending streaming sessions end here */
+    }
 }
 
 void sl_rt_close(sl_rt *rt)

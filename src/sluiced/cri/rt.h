@@ -3,6 +3,7 @@
 #ifndef SL_CRI_RT_H
 #define SL_CRI_RT_H
 
+#include <stdbool.h>
 #include <uv.h>
 
 #include "config/config.h"
@@ -22,12 +23,16 @@ typedef struct sl_rt {
     char *pods_run_dir;       /* <run-dir>/pods */
     sl_runtime stream_rt;     /* the libsluice runtime backend */
     sl_stream_sess *sessions; /* live exec/attach sessions */
+    bool detached;            /* shutting down: no new monitor connections */
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod
  * monitors that still run. Returns 0 or -1 (*e). */
 int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e);
 void sl_rt_close(sl_rt *rt);
+/* Closes the connections to the pod monitors (they and their containers
+ * keep running), for shutdown. */
+void sl_rt_detach(sl_rt *rt);
 
 /* The pod's monitor connection, reconnecting once if it was lost; NULL
  * with *e when the monitor is gone. */
