@@ -385,18 +385,29 @@ static int check_ws(const sl_upgrade *u, const sl_http_response *r, const char *
     return 0;
 }
 
+/* The message quotes the server (reason, headers, body): no control
+ * byte of it may reach a terminal. */
+static void sanitize(char *msg)
+{
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < ' ' || *c == 0x7f)
+            *c = '?';
+}
+
 int sl_upgrade_check(const sl_upgrade *u, const sl_http_response *r, const char **chosen, char *msg,
                      size_t cap)
 {
     *chosen = NULL;
     msg[0] = '\0';
-    if (r->status != 101) {
+    int rc = -1;
+    if (r->status != 101)
         refused(u, r, msg, cap);
-        return -1;
-    }
-    if (u->transport == SL_TRANSPORT_SPDY)
-        return check_spdy(u, r, chosen, msg, cap);
-    return check_ws(u, r, chosen, msg, cap);
+    else if (u->transport == SL_TRANSPORT_SPDY)
+        rc = check_spdy(u, r, chosen, msg, cap);
+    else
+        rc = check_ws(u, r, chosen, msg, cap);
+    sanitize(msg);
+    return rc;
 }
 
 int sl_upgrade_rc_version(const char *proto)

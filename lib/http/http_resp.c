@@ -146,6 +146,8 @@ static int on_status(http_parser *hp, const char *at, size_t len)
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
     sl_http_resp_parser *p = parser_of(hp);
+    if (p->head_done)
+        return 0; /* trailers of a chunked body: not needed */
     if (p->collect == COLLECT_REASON && commit_reason(p) < 0)
         return -1;
     if (p->collect == COLLECT_VALUE && commit_value(p) < 0)
@@ -168,6 +170,8 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
     sl_http_resp_parser *p = parser_of(hp);
+    if (p->head_done)
+        return 0;
     if (p->collect == COLLECT_FIELD) {
         if (commit_name(p) < 0)
             return -1;
@@ -210,6 +214,10 @@ static int on_headers_complete(http_parser *hp)
     if (hp->http_major != 1) {
         set_error(p, "malformed response: unsupported HTTP version %u.%u", hp->http_major,
                   hp->http_minor);
+        return -1;
+    }
+    if (hp->status_code < 100 || hp->status_code > 999) { /* http-parser takes "10" */
+        set_error(p, "malformed response: invalid status code %u", hp->status_code);
         return -1;
     }
     p->resp.status = hp->status_code;

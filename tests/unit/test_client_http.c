@@ -229,6 +229,18 @@ static void test_malformed(void **st)
     expect_error(half, sizeof(half) - 1, NULL, 1, "before the response was complete");
     static const char short_body[] = "HTTP/1.1 403 Forbidden\r\nContent-Length: 10\r\n\r\nabc";
     expect_error(short_body, sizeof(short_body) - 1, NULL, 1, "before the response");
+    static const char two_digits[] = "HTTP/1.1 10 X\r\n\r\n"; /* http-parser takes it */
+    expect_error(two_digits, sizeof(two_digits) - 1, NULL, 0, "invalid status code 10");
+}
+
+/* Trailers after a chunked body are not headers of the response. */
+static void test_trailers_ignored(void **st)
+{
+    (void)st;
+    static const char s[] = "HTTP/1.1 500 E\r\nTransfer-Encoding: chunked\r\n\r\n"
+                            "3\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n";
+    check_splits(s, sizeof(s) - 1, 0, SL_HTTP_RESP_DONE, sizeof(s) - 1,
+                 "500|E|1.1\nTransfer-Encoding=chunked\nbody=3:abc");
 }
 
 static void test_limits(void **st)
@@ -512,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_interim_skipped_every_split),
         cmocka_unit_test(test_101_bare_lf),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_trailers_ignored),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_url_parse),
         cmocka_unit_test(test_spdy_request),
