@@ -41,7 +41,7 @@ static void test_defaults(void **state)
     assert_string_equal(c.state_dir, "/var/lib/sluice");
     assert_string_equal(c.run_dir, "/run/sluice");
     assert_string_equal(c.cni_conf_dir, "/etc/cni/net.d");
-    assert_string_equal(c.cni_bin_dir, "/opt/cni/bin");
+    assert_string_equal(c.cni_bin_dir, "/opt/cni/bin:/usr/lib/cni");
     assert_string_equal(c.runtime_path, "runc");
     assert_null(c.image_dir);
     assert_int_equal(sl_config_finish(&c, &e), 0);

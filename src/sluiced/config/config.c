@@ -74,7 +74,8 @@ static const key keys[] = {
     {"import-dir", K_ABSPATH, F(import_dir), 0, 0, "DIR",
      "where PullImage finds image archives to import"},
     {"cni-conf-dir", K_ABSPATH, F(cni_conf_dir), 0, 0, "DIR", "CNI network configuration files"},
-    {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR", "CNI plugin binaries"},
+    {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR[:DIR]",
+     "CNI plugin binaries, searched in order"},
     {"runtime-path", K_TEXT, F(runtime_path), 0, 0, "PATH", "OCI runtime binary (runc)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))

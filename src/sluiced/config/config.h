@@ -14,7 +14,8 @@
 #define SLUICED_DEFAULT_STATE_DIR "/var/lib/sluice"
 #define SLUICED_DEFAULT_RUN_DIR "/run/sluice"
 #define SLUICED_DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
-#define SLUICED_DEFAULT_CNI_BIN_DIR "/opt/cni/bin"
+/* The usual place, then Debian's (containernetworking-plugins). */
+#define SLUICED_DEFAULT_CNI_BIN_DIR "/opt/cni/bin:/usr/lib/cni"
 #define SLUICED_DEFAULT_RUNTIME_PATH "runc"
 /* image-dir and import-dir default to these under state-dir. */
 #define SLUICED_IMAGE_SUBDIR "images"

@@ -123,14 +123,31 @@ static void fill_env(exec_env *v, const sl_cni_opts *o, const char *command)
              o->container_id, o->pod_uid ? o->pod_uid : "");
 }
 
+/* The plugin in the first directory of the ':'-separated list that has
+ * it (CNI_PATH is such a list too). */
+static char *find_plugin(const char *dirs, const char *type)
+{
+    if (strchr(type, '/'))
+        return NULL;
+    SL_AUTOFREE char *copy = strdup(dirs);
+    char *save = NULL;
+    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+        char *exe = sl_path_join(d, type);
+        if (exe && access(exe, X_OK) == 0)
+            return exe;
+        free(exe);
+    }
+    return NULL;
+}
+
 /* Runs one plugin with conf on stdin; returns its stdout (malloc'd) and
  * sets *status to its exit status. NULL when it could not run. */
 static char *run_plugin(const sl_cni_opts *o, const char *command, const char *type,
                         const char *conf, int *status, sl_error *e)
 {
-    SL_AUTOFREE char *exe = sl_path_join(o->bin_dir, type);
-    if (!exe || access(exe, X_OK) < 0) {
-        sl_error_set(e, errno, "CNI plugin %s not found in %s", type, o->bin_dir);
+    SL_AUTOFREE char *exe = find_plugin(o->bin_dir, type);
+    if (!exe) {
+        sl_error_set(e, ENOENT, "CNI plugin %s not found in %s", type, o->bin_dir);
         return NULL;
     }
     exec_env v;
