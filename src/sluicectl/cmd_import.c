@@ -104,7 +104,7 @@ static int tarball_names(ctl *c, const char *path, names *ns)
     archive_read_support_filter_all(ar);
     archive_read_support_format_tar(ar);
     if (archive_read_open_filename(ar, path, COPY_CHUNK) != ARCHIVE_OK) {
-        ctl_err(c, "%s: %s", path, archive_error_string(ar));
+        ctl_err(c, "%s: not a readable tarball: %s", path, archive_error_string(ar));
         archive_read_free(ar);
         return -1;
     }

@@ -498,6 +498,11 @@ int cmd_port_forward(ctl *c, int argc, char **argv)
     if (argc - first < 2)
         return ctl_usage(c, "needs POD and at least one [LOCAL:]REMOTE port (see sluicectl "
                             "port-forward --help)");
+    for (int i = first + 1; i < argc; i++) {
+        uint16_t l, r;
+        if (parse_spec(argv[i], &l, &r) < 0)
+            return ctl_usage(c, "\"%s\" is not [LOCAL:]REMOTE with ports from 1 to 65535", argv[i]);
+    }
     pfrun *p = calloc(1, sizeof *p);
     if (!p || uv_loop_init(&p->loop) != 0) {
         free(p);

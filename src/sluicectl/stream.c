@@ -28,7 +28,7 @@ typedef struct run {
     /* attach -i with detach keys: stdin → scan → pipe → library */
     int pipe_r, pipe_w;
     uv_poll_t in_poll, out_poll;
-    bool relay_on, in_eof;
+    bool relay_on, in_eof, out_closed;
     uint8_t pend[RELAY_CHUNK + CTL_DETACH_MAX];
     size_t npend, matched;
 } run;
@@ -214,6 +214,16 @@ static void close_cb(uv_handle_t *h)
     (void)h;
 }
 
+static void pipe_w_closed(uv_handle_t *h);
+
+static void close_out(run *x)
+{
+    if (x->out_closed)
+        return;
+    x->out_closed = true;
+    uv_close((uv_handle_t *)&x->out_poll, pipe_w_closed);
+}
+
 static void pipe_w_closed(uv_handle_t *h)
 {
     run *x = h->data;
@@ -234,8 +244,7 @@ static void finish(run *x, int rc)
         uv_close((uv_handle_t *)&x->winch, close_cb);
     if (x->relay_on) {
         uv_close((uv_handle_t *)&x->in_poll, close_cb);
-        if (!uv_is_closing((uv_handle_t *)&x->out_poll))
-            uv_close((uv_handle_t *)&x->out_poll, pipe_w_closed);
+        close_out(x);
     }
 }
 
@@ -268,7 +277,7 @@ static void relay_flush(run *x)
         memmove(x->pend, x->pend + n, x->npend - (size_t)n);
         x->npend -= (size_t)n;
     }
-    if (x->over)
+    if (x->over || x->out_closed)
         return;
     if (x->npend) {
         uv_poll_stop(&x->in_poll);
@@ -276,12 +285,10 @@ static void relay_flush(run *x)
         return;
     }
     uv_poll_stop(&x->out_poll);
-    if (x->in_eof) {
-        if (!uv_is_closing((uv_handle_t *)&x->out_poll))
-            uv_close((uv_handle_t *)&x->out_poll, pipe_w_closed); /* EOF for the session */
-    } else {
+    if (x->in_eof)
+        close_out(x); /* EOF for the session */
+    else
         uv_poll_start(&x->in_poll, UV_READABLE, on_in);
-    }
 }
 
 static void on_out(uv_poll_t *p, int status, int events)
@@ -332,6 +339,7 @@ static void on_in(uv_poll_t *p, int status, int events)
         return;
     if (n <= 0) {
         x->in_eof = true;
+        uv_poll_stop(&x->in_poll);
         memcpy(x->pend + x->npend, x->req->detach, x->matched);
         x->npend += x->matched;
         x->matched = 0;

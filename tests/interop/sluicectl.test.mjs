@@ -1,0 +1,675 @@
+// sluicectl, the crictl-style CLI: every command against a sluiced in temp
+// dirs; exec/attach/port-forward on both transports (exit codes, stdin EOF,
+// 64 MiB sha256-checked, a real terminal through tmux: raw mode, size and
+// resize, detach keys, restoration); the same streaming against containerd
+// 1.6 (the Go kubelet streaming server: SPDY, legacy WebSocket, the
+// fallback when it refuses tunnelling); and bad input: flags, configs,
+// endpoints that are absent, silent or not gRPC, refused protocols, used
+// tokens, a server that cuts the session.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { connectCri } from './lib/cri.mjs';
+import { REPO } from './lib/hostd.mjs';
+import { BUSYBOX_IMAGE, SluicedInstance, busyboxImageTar, skipReason } from './lib/sluiced.mjs';
+import {
+  SLUICECTL, Tmux, ctl, ctlBackground, fakeCri, fakeSocket, fakeStreamServer, freePort, haveTmux,
+  sha256, sleep, tcpRoundTrip, tmpDir,
+} from './lib/sluicectl.mjs';
+
+const MiB = 1024 * 1024;
+const BIG = 64 * MiB;
+const noBinary = fs.existsSync(SLUICECTL) ? false : `no sluicectl at ${SLUICECTL} (build it)`;
+const COMMANDS = ['version', 'info', 'runp', 'stopp', 'rmp', 'pods', 'inspectp', 'create', 'start',
+  'stop', 'rm', 'ps', 'inspect', 'logs', 'images', 'inspecti', 'rmi', 'image', 'exec', 'attach',
+  'port-forward'];
+
+// ---- without a runtime ---------------------------------------------------------
+
+describe('sluicectl: flags, configs and endpoints', { skip: noBinary }, () => {
+  let dir;
+  before(() => { dir = tmpDir('flags'); });
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  test('--help, and --help of every command', async () => {
+    const g = await ctl(['--help']);
+    assert.equal(g.code, 0);
+    for (const c of COMMANDS) assert.match(g.stdout, new RegExp(`\\n  ${c} `), c);
+    for (const c of COMMANDS) {
+      const r = await ctl([c, '--help']);
+      assert.equal(r.code, 0, `${c} --help: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^Usage: sluicectl ${c}`), c);
+    }
+    assert.match((await ctl(['create', '--help'])).stdout, /JSON subset/);
+  });
+
+  test('unknown command, unknown flags, missing values: exit 2 naming them', async () => {
+    let r = await ctl(['frobnicate']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown command "frobnicate"/);
+    r = await ctl(['--bogus', 'version']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--bogus/);
+    r = await ctl(['ps', '--bogus']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /sluicectl ps: unknown flag --bogus \(see sluicectl ps --help\)/);
+    r = await ctl(['exec', '-Z', 'x', 'y']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown flag -Z/);
+    r = await ctl(['ps', '-o']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /needs a value/);
+    r = await ctl(['ps', '-o', 'xml']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /unknown output format "xml"/);
+    r = await ctl(['port-forward', 'pod', '99999']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /"99999" is not \[LOCAL:\]REMOTE/);
+    r = await ctl(['attach', '--detach-keys', 'ctrl-1', 'x']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--detach-keys "ctrl-1"/);
+    r = await ctl(['--timeout', 'soon', 'version']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /timeout "soon" is not a duration/);
+  });
+
+  test('malformed config files: the file, line and what is wrong', async () => {
+    const cases = [
+      ['runtime-endpoint unix:///x\n', /:1: expected "key: value"/],
+      ['# ok\nruntime-endpont: unix:///x\n', /:2: unknown key "runtime-endpont"/],
+      ['timeout: forever\n', /:1: timeout "forever" is not a duration/],
+      ['debug: maybe\n', /:1: debug must be true or false/],
+      ['runtime-endpoint: "unix:///x\n', /:1: unterminated quote/],
+    ];
+    for (const [text, re] of cases) {
+      const f = path.join(dir, 'bad.yaml');
+      fs.writeFileSync(f, text);
+      const r = await ctl(['-c', f, 'version']);
+      assert.equal(r.code, 2, text);
+      assert.match(r.stderr, re, text);
+      assert.ok(r.stderr.includes(f), r.stderr);
+    }
+    const r = await ctl(['-c', path.join(dir, 'missing.yaml'), 'version']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /missing\.yaml: No such file/);
+  });
+
+  test('precedence: flag > CONTAINER_RUNTIME_ENDPOINT > config file; the hint names them', async () => {
+    const f = path.join(dir, 'ctl.yaml');
+    fs.writeFileSync(f, '# sluicectl\nruntime-endpoint: "unix:///cfg/none.sock"\ntimeout: 1\ndebug: false\n');
+    let r = await ctl(['-c', f, 'version']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /runtime not reachable: unix:\/\/\/cfg\/none\.sock: .*No such file/);
+    assert.match(r.stderr, /Is sluiced .* running\? .*-r\/--runtime-endpoint, \$CONTAINER_RUNTIME_ENDPOINT/);
+    r = await ctl(['-c', f, 'version'], { env: { CONTAINER_RUNTIME_ENDPOINT: 'unix:///env/none.sock' } });
+    assert.match(r.stderr, /unix:\/\/\/env\/none\.sock/);
+    r = await ctl(['-c', f, '-r', 'unix:///flag/none.sock', 'version'],
+      { env: { CONTAINER_RUNTIME_ENDPOINT: 'unix:///env/none.sock' } });
+    assert.match(r.stderr, /unix:\/\/\/flag\/none\.sock/);
+    r = await ctl(['-r', 'tcp://127.0.0.1:1', 'version']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /only unix sockets are supported/);
+    r = await ctl(['-D', '-r', 'unix:///flag/none.sock', 'version']);
+    assert.match(r.stderr, /debug: connecting to unix:\/\/\/flag\/none\.sock/);
+  });
+
+  test('endpoints that are not gRPC, close at once, or never answer: said so, never a bare EOF', async () => {
+    const s1 = path.join(dir, 'close.sock');
+    const s2 = path.join(dir, 'silent.sock');
+    const s3 = path.join(dir, 'http1.sock');
+    const a = await fakeSocket(s1, 'close');
+    const b = await fakeSocket(s2, 'silent');
+    const c = await fakeSocket(s3, 'http1');
+    try {
+      let r = await ctl(['-r', `unix://${s1}`, 'version']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /closed the connection/);
+      assert.doesNotMatch(r.stderr, /\bEOF\b/);
+      const t0 = Date.now();
+      r = await ctl(['-r', `unix://${s2}`, '--timeout', '700ms', 'version']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /no answer within 700 ms .*raise --timeout/);
+      assert.ok(Date.now() - t0 < 5000, 'the timeout was honoured');
+      r = await ctl(['-r', `unix://${s3}`, 'ps']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /sluicectl ps: /);
+      assert.doesNotMatch(r.stderr, /\bEOF\b/);
+    } finally {
+      await a.close();
+      await b.close();
+      await c.close();
+    }
+  });
+});
+
+// ---- against sluiced --------------------------------------------------------------
+
+const sdSkip = noBinary || skipReason();
+
+describe('sluicectl against sluiced', { skip: sdSkip }, () => {
+  let sd;
+  let dir;
+  let run; // (args, opts) with -r
+  let podFile;
+  let pod;
+  let sleeper; // running sleep, host pod
+  let echoPort;
+  let sock;
+
+  const ctrFile = (name, cfg) => {
+    const f = path.join(dir, `${name}.json`);
+    fs.writeFileSync(f, JSON.stringify({ metadata: { name }, image: { image: BUSYBOX_IMAGE },
+      log_path: `${name}.log`, ...cfg }));
+    return f;
+  };
+  const mk = async (name, cfg) => {
+    const r = await run(['create', pod, ctrFile(name, cfg), podFile]);
+    assert.equal(r.code, 0, r.stderr);
+    const id = r.stdout.trim();
+    const s = await run(['start', id]);
+    assert.equal(s.code, 0, s.stderr);
+    return id;
+  };
+
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'ctl' });
+    dir = tmpDir('sd');
+    run = (args, opts) => ctl(['-r', sd.endpoint, ...args], opts);
+    podFile = path.join(dir, 'pod.json');
+    // crictl-style file: snake_case proto names and lowerCamelCase both work.
+    fs.writeFileSync(podFile, JSON.stringify({
+      metadata: { name: 'ctl-pod', uid: 'ctl-uid-1', namespace: 'ctl-ns', attempt: 1 },
+      logDirectory: path.join(dir, 'logs'), labels: { app: 'ctl' },
+      linux: { security_context: { namespace_options: { network: 'NODE', pid: 'CONTAINER' } } },
+    }));
+    const r = await run(['runp', podFile]);
+    assert.equal(r.code, 0, r.stderr);
+    pod = r.stdout.trim();
+    sd.podIds.add(pod);
+    sleeper = await mk('sleeper', { command: ['sleep', '3600'] });
+    echoPort = await freePort();
+    await mk('echo', { command: ['nc', '-ll', '-p', String(echoPort), '-e', 'cat'] });
+  });
+  after(async () => {
+    await sd?.destroy();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('version, info (json, yaml)', async () => {
+    let r = await run(['version']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^Version: +\S+\nRuntimeName: +sluice\nRuntimeVersion: +\S+\nRuntimeApiVersion: +v1\n$/);
+    r = await run(['version', '-o', 'json']);
+    assert.equal(JSON.parse(r.stdout).runtimeName, 'sluice');
+    r = await run(['info']);
+    const info = JSON.parse(r.stdout);
+    assert.ok(info.status.conditions.find((c) => c.type === 'RuntimeReady' && c.status === true));
+    r = await run(['info', '-o', 'yaml']);
+    assert.match(r.stdout, /^status:\n  conditions:\n  - type: RuntimeReady\n    status: true\n/m);
+  });
+
+  test('pods: table, filters, -q, json, yaml; inspectp', async () => {
+    let r = await run(['pods']);
+    assert.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trim().split('\n');
+    assert.match(lines[0], /^POD ID +CREATED +STATE +NAME +NAMESPACE +ATTEMPT +RUNTIME$/);
+    assert.match(lines[1], new RegExp(`^${pod.slice(0, 13)} +.* ago +Ready +ctl-pod +ctl-ns +1 +\\(default\\)$`));
+    assert.equal((await run(['pods', '-q'])).stdout, `${pod}\n`);
+    assert.equal((await run(['pods', '-q', '--name', '^ctl-p', '--label', 'app=ctl', '-s', 'ready'])).stdout, `${pod}\n`);
+    assert.equal((await run(['pods', '-q', '--label', 'app=other'])).stdout, '');
+    assert.equal((await run(['pods', '-q', '--namespace', 'nope'])).stdout, '');
+    r = await run(['pods', '-o', 'json']);
+    assert.equal(JSON.parse(r.stdout).items[0].metadata.uid, 'ctl-uid-1');
+    r = await run(['pods', '-o', 'yaml']);
+    assert.match(r.stdout, /^items:\n- id: [0-9a-f]{64}\n  metadata:\n    name: ctl-pod\n/);
+    r = await run(['inspectp', pod.slice(0, 10)]); // a unique prefix is enough
+    assert.equal(r.code, 0, r.stderr);
+    const st = JSON.parse(r.stdout);
+    assert.equal(st.status.id, pod);
+    assert.equal(st.status.state, 'SANDBOX_READY');
+    assert.equal(st.status.labels.app, 'ctl');
+    r = await run(['inspectp', '-o', 'table', 'ctl-pod']); // or its name
+    assert.match(r.stdout, /^ID: [0-9a-f]{64}\nName: ctl-pod\nUID: ctl-uid-1\nNamespace: ctl-ns\n/);
+    r = await run(['inspectp', 'nosuchpod']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /pod sandbox "nosuchpod" not found: .*`sluicectl pods` lists them/);
+  });
+
+  test('ps, inspect, logs (--tail, -t, -f until the container exits), stop, rm', async () => {
+    const talker = await mk('talker', { command: ['sh', '-c', 'echo one; echo two >&2; echo three; sleep 1.5; echo four'] });
+    let r = await run(['ps']);
+    const lines = r.stdout.trim().split('\n');
+    assert.match(lines[0], /^CONTAINER +IMAGE +CREATED +STATE +NAME +ATTEMPT +POD ID +POD +NAMESPACE$/);
+    assert.ok(lines.some((l) => new RegExp(`^${sleeper.slice(0, 13)} +${BUSYBOX_IMAGE} +.* Running +sleeper +0 +${pod.slice(0, 13)} +ctl-pod +ctl-ns$`).test(l)), r.stdout);
+    assert.equal((await run(['ps', '-q', '--name', '^sleeper$'])).stdout, `${sleeper}\n`);
+    assert.equal((await run(['ps', '-q', '--id', sleeper.slice(0, 8), '-p', pod])).stdout, `${sleeper}\n`);
+    r = await run(['ps', '-o', 'json', '--name', 'sleeper']);
+    assert.equal(JSON.parse(r.stdout).containers[0].id, sleeper);
+    r = await run(['inspect', 'sleeper']);
+    assert.equal(JSON.parse(r.stdout).status.state, 'CONTAINER_RUNNING');
+    r = await run(['logs', '-f', talker], { timeoutMs: 20000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'one\nthree\nfour\n');
+    assert.equal(r.stderr, 'two\n');
+    r = await run(['logs', '--tail', '1', talker]);
+    assert.equal(r.stdout, 'four\n');
+    r = await run(['logs', '-t', '--tail', '1', talker]);
+    assert.match(r.stdout, /^\d{4}-\d\d-\d\dT\S+Z four\n$/);
+    assert.equal(r.stderr, '');
+    r = await run(['logs', '--tail', '2', talker]); // "two" may come before or after "three"
+    assert.match(r.stdout, /^(three\n)?four\n$/);
+    assert.doesNotMatch(r.stdout, /one/);
+    r = await run(['ps', '-a', '-q', '--state', 'exited']);
+    assert.ok(r.stdout.includes(talker));
+    r = await run(['inspect', '-o', 'table', talker]);
+    assert.match(r.stdout, /State: Exited\n/);
+    assert.match(r.stdout, /Exit Code: 0\n/);
+    const victim = await mk('victim', { command: ['sleep', '3600'] });
+    r = await run(['stop', '-t', '1', victim]);
+    assert.equal(r.stdout, `${victim}\n`);
+    r = await run(['rm', victim, talker]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((await run(['ps', '-a', '-q', '--name', 'victim|talker'])).stdout, '');
+    r = await run(['rm', 'no-such-ctr']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /container "no-such-ctr" not found: .*`sluicectl ps -a`/);
+  });
+
+  test('images, inspecti, rmi, image import (copied into the import dir, then PullImage)', async () => {
+    let r = await run(['images']);
+    assert.match(r.stdout, /^IMAGE +TAG +IMAGE ID +SIZE\n/);
+    assert.match(r.stdout, /\nlocalhost\/sluice\/busybox +latest +[0-9a-f]{13} +[\d.]+MB\n/);
+    r = await run(['images', '-o', 'json', BUSYBOX_IMAGE]);
+    const img = JSON.parse(r.stdout).images[0];
+    assert.ok(img.repoTags.includes(BUSYBOX_IMAGE));
+    r = await run(['inspecti', BUSYBOX_IMAGE]);
+    assert.equal(JSON.parse(r.stdout).status.id, img.id);
+    r = await run(['inspecti', 'localhost/nope:1']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /image "localhost\/nope:1" not found/);
+    r = await run(['rmi', 'localhost/sluice/pause:latest']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Deleted: localhost\/sluice\/pause:latest/);
+    assert.doesNotMatch((await run(['images'])).stdout, /sluice\/pause/);
+    r = await run(['image', 'import', '--import-dir', path.join(dir, 'no-dir'), busyboxImageTar()]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /import directory .*no-dir: No such file or directory\. Is sluiced running with --import-dir/);
+    r = await run(['image', 'import', podFile]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /not a readable tarball|neither an OCI image layout/);
+    r = await run(['--import-dir', sd.importDir, 'image', 'import', busyboxImageTar()]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Imported localhost\/sluice\/pause:latest: sha256:[0-9a-f]{64}\n/);
+    assert.match((await run(['images'])).stdout, /sluice\/pause/);
+    assert.ok(fs.existsSync(path.join(sd.importDir, 'busybox-oci.tar')));
+  });
+
+  test('configs: JSON errors with line and column, YAML only as JSON, unknown fields by path', async () => {
+    const bad = path.join(dir, 'bad.json');
+    fs.writeFileSync(bad, '{"metadata": {"name": "x",}\n');
+    let r = await run(['runp', bad]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /bad\.json:1:\d+: .*\(configs are JSON\)/);
+    const y = path.join(dir, 'pod.yaml');
+    fs.writeFileSync(y, 'metadata:\n  name: x\n');
+    r = await run(['runp', y]);
+    assert.match(r.stderr, /only in their JSON subset/);
+    fs.writeFileSync(bad, JSON.stringify({ metadata: { name: 'x', nmespace: 'y' } }));
+    r = await run(['runp', bad]);
+    assert.match(r.stderr, /PodSandboxConfig: metadata\.nmespace: unknown field \(not in PodSandboxMetadata\)/);
+    fs.writeFileSync(bad, JSON.stringify({ linux: { security_context: { namespace_options: { network: 'MOON' } } } }));
+    r = await run(['runp', bad]);
+    assert.match(r.stderr, /network: unknown value MOON/);
+  });
+
+  test('exec: exit codes, stdout/stderr apart, stdin EOF, -s, unknown container (SPDY and WebSocket)', async () => {
+    for (const t of ['spdy', 'websocket']) {
+      let r = await run(['exec', '-r', t, sleeper, 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+      assert.equal(r.code, 3, `${t}: ${r.stderr}`);
+      assert.equal(r.stdout, 'out\n');
+      assert.equal(r.stderr, 'err\n');
+      r = await run(['exec', '-i', '-r', t, 'sleeper', 'sh', '-c', 'cat; echo done-$?'], { input: 'a\nb\n' });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 'a\nb\ndone-0\n');
+      r = await run(['exec', '-r', t, sleeper, 'sh', '-c', 'exit 0']);
+      assert.equal(r.code, 0);
+    }
+    let r = await run(['exec', '-s', sleeper, 'sh', '-c', 'echo so; echo se >&2; exit 4']);
+    assert.equal(r.code, 4);
+    assert.equal(r.stdout, 'so\n');
+    assert.equal(r.stderr, 'se\n');
+    r = await run(['exec', '-s', '--timeout', '1', sleeper, 'sleep', '10'], { timeoutMs: 20000 });
+    assert.notEqual(r.code, 0);
+    r = await run(['exec', 'no-such', 'true']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /container "no-such" not found/);
+    r = await run(['exec', sleeper, 'no-such-binary']);
+    assert.notEqual(r.code, 0);
+    assert.ok(r.stderr.length > 0, 'says why');
+  });
+
+  test('exec: 64 MiB each way, sha256-checked (SPDY and WebSocket)', async () => {
+    const data = crypto.randomBytes(BIG);
+    const want = sha256(data);
+    for (const t of ['spdy', 'websocket']) {
+      let r = await run(['exec', '-i', '-r', t, sleeper, 'sha256sum'], { input: data, timeoutMs: 120000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.split(' ')[0], want, `${t} upload`);
+      r = await run(['exec', '-r', t, sleeper, 'sh', '-c',
+        'head -c 67108864 /dev/urandom >/tmp/big && sha256sum /tmp/big >&2 && cat /tmp/big && rm /tmp/big'],
+      { raw: true, timeoutMs: 120000 });
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.length, BIG, `${t} download size`);
+      assert.equal(sha256(r.stdout), r.stderr.split(' ')[0], `${t} download`);
+    }
+  });
+
+  test('port-forward: concurrent connections, one failing does not end the others, 64 MiB (SPDY, WebSocket tunnel, legacy)', async () => {
+    const big = crypto.randomBytes(BIG);
+    for (const t of ['spdy', 'websocket', 'legacy']) {
+      const l1 = await freePort();
+      const l2 = await freePort();
+      const pf = await ctlBackground(['-r', sd.endpoint, 'port-forward', '-r', t, '--address', '127.0.0.1',
+        pod, `${l1}:${echoPort}`, `${l2}:1`], { ready: new RegExp(`-> 1\\n`) });
+      try {
+        assert.match(pf.out(), new RegExp(`Forwarding from 127\\.0\\.0\\.1:${l1} -> ${echoPort}\\n`));
+        const bad = await tcpRoundTrip(l2, Buffer.from('x'), { timeoutMs: 10000 });
+        assert.equal(bad.data.length, 0, `${t}: nothing comes back from a closed port`);
+        const many = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+          tcpRoundTrip(l1, Buffer.from(`hello ${t} ${i}\n`))));
+        many.forEach((m, i) => assert.equal(m.data.toString(), `hello ${t} ${i}\n`, `${t} conn ${i}`));
+        const r = await tcpRoundTrip(l1, big, { timeoutMs: 120000 });
+        assert.equal(r.data.length, BIG, `${t}: ${r.error}`);
+        assert.equal(sha256(r.data), sha256(big), t);
+        await sleep(200);
+        assert.match(pf.err(), /connection .*-> 1\) failed: .*other connections go on/, t);
+      } finally {
+        const ex = await pf.stop('SIGINT');
+        assert.equal(ex.code, 0, `${t}: ${pf.err()}`);
+      }
+    }
+  });
+
+  test('attach: stdin to a stdin_once container, EOF ends it (SPDY and WebSocket)', async () => {
+    for (const t of ['spdy', 'websocket']) {
+      const id = await mk(`reader-${t}`, { command: ['sh', '-c', 'read x; echo got-$x; cat >/dev/null; echo bye'], stdin: true, stdin_once: true });
+      await sleep(300);
+      const r = await run(['attach', '-i', '-r', t, id], { input: 'hello\nrest\n', timeoutMs: 20000 });
+      assert.equal(r.code, 0, `${t}: ${r.stderr}`);
+      assert.match(r.stdout, /got-hello\n(bye\n)?/);
+    }
+  });
+
+  describe('in a real terminal (tmux)', { skip: haveTmux() ? false : 'tmux is not installed' }, () => {
+    let tty;
+    const wrap = (name, args) => {
+      const f = path.join(dir, `${name}.sh`);
+      fs.writeFileSync(f, `stty -g > ${dir}/${name}.before\n` +
+        `sh -c 'echo $$ > ${dir}/${name}.pid; exec "$@"' sh ${SLUICECTL} -r ${sd.endpoint} ${args}\n` +
+        `echo EXIT=$?\nstty -g > ${dir}/${name}.after\nsleep 600\n`);
+      return `sh ${f}`;
+    };
+    const restored = (name) => fs.readFileSync(`${dir}/${name}.before`, 'utf8') ===
+      fs.readFileSync(`${dir}/${name}.after`, 'utf8');
+    before(async () => {
+      tty = await mk('tty', { command: ['sh'], tty: true, stdin: true });
+    });
+
+    for (const t of ['spdy', 'websocket']) {
+      test(`exec -it over ${t}: raw mode (^C reaches the remote), size, resize, exit code, restored`, async () => {
+        const tm = new Tmux(`exec-${t}`);
+        try {
+          tm.start(wrap(`exec-${t}`, `exec -it -r ${t} ${sleeper} sh`), { width: 100, height: 30 });
+          await tm.waitScreen(/# ?$/m);
+          tm.keys('stty -a | head -1', 'Enter');
+          await tm.waitScreen(/rows 30; columns 100;/);
+          tm.keys('sleep 30', 'Enter');
+          await sleep(300);
+          tm.keys('C-c');
+          tm.keys('echo alive-$((20+22))', 'Enter');
+          await tm.waitScreen(/^alive-42$/m);
+          tm.resize(120, 40);
+          await sleep(300);
+          tm.keys('stty size', 'Enter');
+          await tm.waitScreen(/^40 120$/m);
+          tm.keys('exit 7', 'Enter');
+          await tm.waitScreen(/^EXIT=7$/m);
+          assert.ok(restored(`exec-${t}`), 'terminal settings restored');
+        } finally {
+          tm.kill();
+        }
+      });
+    }
+
+    test('attach -it: detach keys (default ctrl-p ctrl-q, and --detach-keys), container left running', async () => {
+      for (const [name, keys, flag] of [['att1', ['C-p', 'C-q'], ''], ['att2', ['C-x'], '--detach-keys ctrl-x']]) {
+        const tm = new Tmux(name);
+        try {
+          tm.start(wrap(name, `attach -i -t ${flag} ${tty}`));
+          await sleep(500);
+          tm.keys(`echo attached-${name}`, 'Enter');
+          await tm.waitScreen(new RegExp(`^attached-${name}$`, 'm'));
+          // ^P alone is passed on (the shell recalls the last command).
+          tm.keys('C-p', 'Enter');
+          await tm.waitScreen(new RegExp(`^attached-${name}$[^]*^attached-${name}$`, 'm'));
+          tm.keys(...keys);
+          await tm.waitScreen(/read escape sequence\s+EXIT=0/);
+          assert.ok(restored(name), 'terminal settings restored');
+        } finally {
+          tm.kill();
+        }
+      }
+      const r = await run(['inspect', tty]);
+      assert.equal(JSON.parse(r.stdout).status.state, 'CONTAINER_RUNNING');
+    });
+
+    test('SIGTERM during exec -it: the terminal is restored', async () => {
+      const tm = new Tmux('sig');
+      try {
+        tm.start(wrap('sig', `exec -it ${sleeper} sh`));
+        await tm.waitScreen(/# ?$/m);
+        process.kill(Number(fs.readFileSync(`${dir}/sig.pid`, 'utf8')), 'SIGTERM');
+        await tm.waitScreen(/^EXIT=143$/m);
+        assert.ok(restored('sig'), 'terminal settings restored');
+      } finally {
+        tm.kill();
+      }
+    });
+  });
+
+  describe('failures on the streaming leg (a fake CRI in front)', () => {
+    let fake;
+    let fcri;
+    let plan; // per call: a function req → url
+    before(async () => {
+      sock = path.join(dir, 'fake.sock');
+      fcri = await fakeCri(sock, {
+        Exec: (req) => plan.shift()(req),
+        Attach: (req) => plan.shift()(req),
+        PortForward: (req) => plan.shift()(req),
+      });
+    });
+    after(async () => {
+      await fcri?.close();
+      await fake?.close();
+    });
+    const real = (req) => sd.execUrl(sleeper, req.cmd, { tty: req.tty, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr });
+
+    test('WebSocket refused with 403: a new Exec, then SPDY (said under -D)', async () => {
+      fake = await fakeStreamServer(['ws403']);
+      plan = [() => fake.url('exec'), real];
+      const r = await ctl(['-D', '-r', fcri.endpoint, 'exec', '-r', 'websocket', 'fake-ctr', 'sh', '-c', 'exit 9']);
+      assert.equal(r.code, 9, r.stderr);
+      assert.match(r.stderr, /WebSocket refused \(upgrade refused: 403.*\); falling back to SPDY with a new URL/);
+      assert.match(fake.requests[0], /Sec-WebSocket-Protocol: v5\.channel\.k8s\.io, v4\.channel\.k8s\.io/i);
+      await fake.close();
+      fake = null;
+    });
+
+    test('SPDY refused with the server\'s protocol list; an expired token; a session cut mid-way', async () => {
+      fake = await fakeStreamServer(['spdy403', 'cut']);
+      plan = [() => fake.url('exec')];
+      let r = await ctl(['-r', fcri.endpoint, 'exec', 'fake-ctr', 'true']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /refused the session: .*403.*server accepts \[v9\.channel\.example, v8\.channel\.example\]/);
+      plan = [() => `${sd.streamBase}exec/AAAAAAAAAAAAAAAAAAAAAA`];
+      r = await ctl(['-r', fcri.endpoint, 'exec', 'fake-ctr', 'true']);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /token\s+expired or was used already; run the command again/);
+      plan = [() => fake.url('exec')];
+      r = await ctl(['-r', fcri.endpoint, 'exec', '-i', 'fake-ctr', 'cat'], { keepStdin: true, timeoutMs: 20000 });
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /lost the connection to the streaming server/);
+      assert.doesNotMatch(r.stderr, /^EOF$/m);
+      await fake.close();
+      fake = null;
+    });
+
+    test('a session cut mid-way with -it in a real terminal: message, exit 1, terminal restored', { skip: haveTmux() ? false : 'no tmux' }, async () => {
+      fake = await fakeStreamServer(['cut'], { cutMs: 1000 });
+      plan = [() => fake.url('exec')];
+      const tm = new Tmux('cut');
+      try {
+        const f = path.join(dir, 'cut.sh');
+        fs.writeFileSync(f, `stty -g > ${dir}/cut.before\n${SLUICECTL} -r ${fcri.endpoint} exec -it fake-ctr sh\n` +
+          `echo EXIT=$?\nstty -g > ${dir}/cut.after\nsleep 600\n`);
+        tm.start(`sh ${f}`);
+        const s = await tm.waitScreen(/^EXIT=1$/m);
+        assert.match(s, /lost the connection to the streaming server/);
+        assert.equal(fs.readFileSync(`${dir}/cut.before`, 'utf8'), fs.readFileSync(`${dir}/cut.after`, 'utf8'));
+      } finally {
+        tm.kill();
+        await fake.close();
+        fake = null;
+      }
+    });
+  });
+
+  test('stopp, rmp (-f), and nothing is left', async () => {
+    const other = path.join(dir, 'pod2.json');
+    fs.writeFileSync(other, JSON.stringify({ metadata: { name: 'ctl-pod2', uid: 'u2', namespace: 'ctl-ns' },
+      log_directory: path.join(dir, 'logs2'),
+      linux: { security_context: { namespace_options: { network: 'NODE' } } } }));
+    const p2 = (await run(['runp', other])).stdout.trim();
+    sd.podIds.add(p2);
+    let r = await run(['stopp', p2]);
+    assert.equal(r.stdout, `Stopped sandbox ${p2}\n`);
+    r = await run(['pods', '-q', '-s', 'notready']);
+    assert.equal(r.stdout, `${p2}\n`);
+    r = await run(['rmp', p2]);
+    assert.equal(r.stdout, `Removed sandbox ${p2}\n`);
+    r = await run(['rmp', '-f', pod]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal((await run(['pods', '-q'])).stdout, '');
+    await sd.stop();
+    sd = null;
+  });
+});
+
+// ---- against containerd -----------------------------------------------------------
+
+const CD_SCRIPT = path.join(REPO, 'scripts/containerd');
+function cdSkip() {
+  if (noBinary) return noBinary;
+  const base = skipReason();
+  if (base) return base;
+  for (const c of ['containerd', 'ctr'])
+    if (spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0) return `${c} is not installed`;
+  return false;
+}
+
+describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSkip() }, () => {
+  let env;
+  let endpoint;
+  let startedHere = false;
+  let dir;
+  let run;
+  let pod;
+  let sleeper;
+  let echoPort;
+  let mk;
+
+  before(async () => {
+    // Our own instance (directory and stream port), beside any other.
+    env = { ...process.env, SLUICE_CONTAINERD_DIR: '/run/sluice-test/ctl-cd',
+      SLUICE_CONTAINERD_STREAM_PORT: String(await freePort()) };
+    if (spawnSync(CD_SCRIPT, ['status'], { env }).status !== 0) {
+      const r = spawnSync(CD_SCRIPT, ['start'], { env, encoding: 'utf8', timeout: 120000 });
+      assert.equal(r.status, 0, r.stderr);
+      startedHere = true;
+    }
+    const vars = Object.fromEntries(spawnSync(CD_SCRIPT, ['env'], { env, encoding: 'utf8' }).stdout
+      .trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+    endpoint = vars.CONTAINERD_ENDPOINT;
+    dir = tmpDir('cd');
+    run = (args, opts) => ctl(['-r', endpoint, ...args], opts);
+    const podFile = path.join(dir, 'pod.json');
+    fs.writeFileSync(podFile, JSON.stringify({
+      metadata: { name: 'ctl-cd', uid: `ctl-cd-${process.pid}`, namespace: 'ctl', attempt: 0 },
+      log_directory: path.join(dir, 'logs'),
+      linux: { security_context: { namespace_options: { network: 'NODE', pid: 'CONTAINER' } } },
+    }));
+    pod = (await run(['runp', podFile])).stdout.trim();
+    assert.match(pod, /^[0-9a-f]{64}$/);
+    mk = async (name, cfg) => {
+      const f = path.join(dir, `${name}.json`);
+      fs.writeFileSync(f, JSON.stringify({ metadata: { name }, image: { image: BUSYBOX_IMAGE }, log_path: `${name}.log`, ...cfg }));
+      const id = (await run(['create', pod, f, podFile])).stdout.trim();
+      assert.equal((await run(['start', id])).code, 0);
+      return id;
+    };
+    sleeper = await mk('sleeper', { command: ['sleep', '3600'] });
+    echoPort = await freePort();
+    await mk('echo', { command: ['nc', '-ll', '-p', String(echoPort), '-e', 'cat'] });
+  });
+  after(async () => {
+    if (pod && run) await run(['rmp', '-f', pod]).catch(() => {});
+    if (startedHere) spawnSync(CD_SCRIPT, ['stop'], { env, stdio: 'ignore', timeout: 60000 });
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('version and ps through the C gRPC client', async () => {
+    assert.match((await run(['version'])).stdout, /RuntimeName: +containerd/);
+    assert.match((await run(['ps'])).stdout, /sleeper/);
+  });
+
+  test('exec: SPDY (v4) and legacy WebSocket (v4.channel.k8s.io) exit codes; stdin EOF over SPDY', async () => {
+    let r = await run(['exec', sleeper, 'sh', '-c', 'echo o; echo e >&2; exit 3']);
+    assert.deepEqual([r.code, r.stdout, r.stderr], [3, 'o\n', 'e\n']);
+    r = await run(['-D', 'exec', '-r', 'websocket', sleeper, 'sh', '-c', 'echo ws; exit 5']);
+    assert.equal(r.code, 5, r.stderr);
+    assert.equal(r.stdout, 'ws\n');
+    assert.match(r.stderr, /upgraded: v4\.channel\.k8s\.io/);
+    r = await run(['exec', '-i', sleeper, 'wc', '-c'], { input: Buffer.alloc(100000, 1) });
+    assert.equal(r.stdout.trim(), '100000');
+  });
+
+  test('attach over SPDY and legacy WebSocket (a stdin_once reader)', async () => {
+    for (const t of ['spdy', 'websocket']) {
+      const id = await mk(`reader-${t}`, { command: ['sh', '-c', 'read x; echo got-$x'], stdin: true, stdin_once: true });
+      await sleep(300);
+      const r = await run(['attach', '-i', '-r', t, id], { input: `line-${t}\n`, timeoutMs: 20000 });
+      assert.equal(r.code, 0, `${t}: ${r.stderr}`);
+      assert.equal(r.stdout, `got-line-${t}\n`);
+    }
+  });
+
+  test('port-forward: SPDY and legacy WebSocket; tunnelled WebSocket refused (403) → SPDY', async () => {
+    for (const t of ['spdy', 'legacy', 'websocket']) {
+      const l1 = await freePort();
+      const pf = await ctlBackground(['-D', '-r', endpoint, 'port-forward', '-r', t, '--address', '127.0.0.1',
+        pod, `${l1}:${echoPort}`], { ready: /Forwarding from/ });
+      try {
+        const res = await Promise.all([0, 1, 2].map((i) => tcpRoundTrip(l1, Buffer.from(`cd ${t} ${i}\n`))));
+        res.forEach((m, i) => assert.equal(m.data.toString(), `cd ${t} ${i}\n`, `${t} ${i}: ${m.error}`));
+        if (t === 'websocket')
+          assert.match(pf.err(), /tunnelled WebSocket refused \(upgrade refused: 403.*\); falling back to SPDY/);
+      } finally {
+        assert.equal((await pf.stop('SIGINT')).code, 0, pf.err());
+      }
+    }
+  });
+});
