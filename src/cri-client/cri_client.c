@@ -298,6 +298,12 @@ static int write_some(sl_cri_client *c, sl_cri_err *err)
     ssize_t n = send(c->fd, c->obuf + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+        set_err(err, SL_CRI_UNAVAILABLE, true,
+                "the runtime at %s closed the connection (%s; did it stop or restart?)",
+                c->endpoint, strerror(errno));
+        return -1;
+    }
     if (n < 0) {
         set_err(err, SL_CRI_UNAVAILABLE, true, "writing to %s: %s", c->endpoint, strerror(errno));
         return -1;
