@@ -440,7 +440,7 @@ void sl_cpf_eof(sl_cpf *c)
     if (c->goaway)
         sl_cpf_end_session(c, 0, "the server ended the session");
     else
-        sl_cpf_end_session(c, SL_CLIENT_ERR_LOST, "connection lost");
+        sl_cpf_end_session(c, SL_CLIENT_ERR_LOST, "the server closed the connection");
 }
 
 int sl_cpf_flush(sl_cpf *c, size_t high_water)

@@ -343,7 +343,7 @@ void sl_crc_eof(sl_crc *c)
     if (c->s && (c->goaway || c->ch_ended[SL_CRC_ERROR]))
         finish_status(c);
     else
-        fail(c, SL_CLIENT_ERR_LOST, "connection lost");
+        fail(c, SL_CLIENT_ERR_LOST, "the server closed the connection before the session ended");
 }
 
 int sl_crc_stdin(sl_crc *c, const uint8_t *data, size_t len)

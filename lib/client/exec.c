@@ -341,7 +341,7 @@ static void c_eof(void *arg)
     sl_client_exec *x = arg;
     if (x->crc)
         sl_crc_eof(x->crc);
-    fail(x, SL_CLIENT_ERR_LOST, "connection lost");
+    fail(x, SL_CLIENT_ERR_LOST, "the server closed the connection");
 }
 
 static void c_error(void *arg, sl_client_err_kind kind, int status, const char *msg)

@@ -386,7 +386,7 @@ static void c_eof(void *arg)
     sl_client_pf *pf = arg;
     if (pf->cpf)
         sl_cpf_eof(pf->cpf);
-    session_over(pf, SL_CLIENT_ERR_LOST, "connection lost");
+    session_over(pf, SL_CLIENT_ERR_LOST, "the server closed the connection");
 }
 
 static void c_error(void *arg, sl_client_err_kind kind, int status, const char *msg)
