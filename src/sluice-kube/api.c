@@ -114,7 +114,7 @@ static json_t *api_v1(void)
                   resource("pods/exec", "PodExecOptions", true, "create,get"),
                   resource("pods/log", "Pod", true, "get"),
                   resource("pods/portforward", "PodPortForwardOptions", true, "create,get"),
-                  resource("namespaces", "Namespace", false, ""));
+                  resource("namespaces", "Namespace", false, "get,list"));
     return json_pack("{s:s, s:s, s:s, s:o}", "kind", "APIResourceList", "apiVersion", "v1",
                      "groupVersion", "v1", "resources", res);
 }
@@ -140,10 +140,32 @@ static json_t *api_versions(sk_conn *c)
 typedef struct pods_job {
     sk_job job;
     char *ns, *name; /* NULL: all */
-    bool table;
+    bool table, namespaces;
     int code;
     json_t *body;
 } pods_job;
+
+static json_t *namespace_json(const char *name)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[s]}, s:{s:s}}", "kind", "Namespace", "apiVersion",
+                     "v1", "metadata", "name", name, "spec", "finalizers", "kubernetes",
+                     "status", "phase", "Active");
+}
+
+/* The namespaces of the pods there are, and "default". */
+static json_t *namespace_list(const sk_pods *ps)
+{
+    json_t *items = json_array(), *seen = json_object();
+    json_object_set_new(seen, "default", json_true());
+    for (size_t i = 0; i < ps->n; i++)
+        json_object_set_new(seen, ps->items[i].ns, json_true());
+    const char *k;
+    json_t *v;
+    json_object_foreach(seen, k, v) json_array_append_new(items, namespace_json(k));
+    json_decref(seen);
+    return json_pack("{s:s, s:s, s:{s:s}, s:o}", "kind", "NamespaceList", "apiVersion", "v1",
+                     "metadata", "resourceVersion", "1", "items", items);
+}
 
 static void pods_run(sk_job *j, sl_cri_client *cli)
 {
@@ -158,7 +180,10 @@ static void pods_run(sk_job *j, sl_cri_client *cli)
         return;
     }
     const char *node = srv->cfg.node_name;
-    if (pj->name && ps.n == 0) {
+    if (pj->namespaces) {
+        pj->code = 200;
+        pj->body = namespace_list(&ps);
+    } else if (pj->name && ps.n == 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "pods \"%s\" not found", pj->name);
         pj->code = 404;
@@ -190,7 +215,8 @@ static void pods_free(sk_job *j)
     free(pj);
 }
 
-static void pods_get(sk_conn *c, const sl_http_request *req, const char *ns, const char *name)
+static void pods_get(sk_conn *c, const sl_http_request *req, const char *ns, const char *name,
+                     bool namespaces)
 {
     pods_job *pj = calloc(1, sizeof(*pj));
     if (!pj) {
@@ -198,7 +224,8 @@ static void pods_get(sk_conn *c, const sl_http_request *req, const char *ns, con
         return;
     }
     const char *accept = sl_http_header_get(req, "Accept");
-    pj->table = accept && strstr(accept, "as=Table") != NULL;
+    pj->table = accept && strstr(accept, "as=Table") != NULL && !namespaces;
+    pj->namespaces = namespaces;
     pj->ns = ns ? strdup(ns) : NULL;
     pj->name = name ? strdup(name) : NULL;
     pj->job.c = c;
@@ -285,12 +312,17 @@ static void route_v1(sk_conn *c, const sl_http_request *req, char **s, int n)
 {
     bool get = is_get(req);
     if (n == 3 && !strcmp(s[2], "pods"))
-        return get ? pods_get(c, req, NULL, NULL) : not_allowed(c);
+        return get ? pods_get(c, req, NULL, NULL, false) : not_allowed(c);
+    if (n == 3 && !strcmp(s[2], "namespaces"))
+        return get ? pods_get(c, req, NULL, NULL, true) : not_allowed(c);
+    /* Every namespace exists here: pods are whatever the runtime has. */
+    if (n == 4 && !strcmp(s[2], "namespaces"))
+        return get ? sk_respond_json(c, 200, namespace_json(s[3]), NULL) : not_allowed(c);
     if (n >= 5 && !strcmp(s[2], "namespaces") && !strcmp(s[4], "pods")) {
         if (n == 5)
-            return get ? pods_get(c, req, s[3], NULL) : not_allowed(c);
+            return get ? pods_get(c, req, s[3], NULL, false) : not_allowed(c);
         if (n == 6)
-            return get ? pods_get(c, req, s[3], s[5]) : not_allowed(c);
+            return get ? pods_get(c, req, s[3], s[5], false) : not_allowed(c);
         if (n == 7)
             return subresource(c, req, s);
     }

@@ -312,32 +312,49 @@ typedef struct logs_job {
     bool running;
 } logs_job;
 
-/* Offset of the start of the last n lines (records) of fd. */
+/* True when the record starting at off has the F tag (ends a line). */
+static bool record_full(int fd, off_t off)
+{
+    char b[128];
+    ssize_t n = pread(fd, b, sizeof b, off);
+    int spaces = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (b[i] == ' ' && ++spaces == 2)
+            return i + 1 < n && b[i + 1] == 'F';
+    return false;
+}
+
+/* Offset of the start of the last n lines of fd, a line being P records
+ * and their F record (the kubelet counts records; users count lines). */
 static off_t tail_offset(int fd, int64_t n)
 {
     struct stat st;
     if (fstat(fd, &st) < 0)
         return 0;
-    off_t end = st.st_size, pos = end;
+    off_t pos = st.st_size, next_nl = -1; /* the newline ending the record being looked at */
     if (n == 0)
-        return end;
+        return pos;
     char *buf = malloc(TAIL_BLOCK);
-    int64_t seen = 0;
+    int64_t full = 0;
     while (buf && pos > 0) {
         size_t want = pos > (off_t)TAIL_BLOCK ? TAIL_BLOCK : (size_t)pos;
         pos -= (off_t)want;
         if (pread(fd, buf, want, pos) != (ssize_t)want)
             break;
         for (size_t i = want; i-- > 0;) {
-            if (buf[i] != '\n' || pos + (off_t)i == end - 1)
+            if (buf[i] != '\n')
                 continue;
-            if (++seen == n) {
+            off_t nl = pos + (off_t)i;
+            if (next_nl >= 0 && record_full(fd, nl + 1) && ++full == n + 1) {
                 free(buf);
-                return pos + (off_t)i + 1;
+                return next_nl + 1;
             }
+            next_nl = nl;
         }
     }
     free(buf);
+    if (next_nl >= 0 && record_full(fd, 0) && ++full == n + 1)
+        return next_nl + 1;
     return 0;
 }
 
