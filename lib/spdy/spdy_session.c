@@ -60,6 +60,7 @@ sl_spdy_session *sl_spdy_session_new(sl_spdy_role role, const sl_spdy_callbacks 
     s->next_ping_id = role == SL_SPDY_CLIENT ? 1 : 2;
     s->peer_initial_window = SL_SPDY_INITIAL_WINDOW;
     s->send_window = SL_SPDY_INITIAL_WINDOW;
+    s->recv_window = SL_SPDY_INITIAL_WINDOW;
     s->peer_max_streams = UINT32_MAX;
     return s;
 }
@@ -135,13 +136,9 @@ void sl_spdy_stream_remove(sl_spdy_session *s, sl_spdy_stream *st, uint32_t rese
         s->nlocal--;
     else
         s->nremote--;
-    /* Bytes the application will never consume still count for the
-     * session window; return them. */
-    uint64_t unconsumed = st->unconsumed;
+    /* its unconsumed bytes were session credit on arrival already */
     sl_bufq_fini(&st->oq);
     free(st);
-    if (unconsumed)
-        sl_spdy_credit(s, NULL, unconsumed);
     if (reset_status && s->cb.on_reset)
         s->cb.on_reset(s->arg, id, reset_status);
     if (s->cb.on_stream_close)
@@ -335,6 +332,11 @@ static int set_initial_window(sl_spdy_session *s, uint32_t value)
     for (size_t b = 0; b < STREAM_BUCKETS; b++)
         for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext)
             st->send_window += delta;
+    /* The peer announced: answer with ours, so it knows at once that we
+     * enforce our windows too (it may not overrun them before our first
+     * WINDOW_UPDATE). Never sent to a peer that did not announce. */
+    if (!s->announced)
+        return sl_spdy_session_announce_window(s, (uint32_t)s->recv_window);
     return SL_OK;
 }
 
@@ -451,7 +453,7 @@ static int on_data_begin(sl_spdy_session *s, const sl_spdy_frame_hdr *h)
     /* A compliant flow-control peer can have at most our window of bytes
      * received and not yet consumed (credit is returned only for consumed
      * bytes), so this never fires for it. */
-    if (s->peer_fc && st->unconsumed + h->length > SL_SPDY_INITIAL_WINDOW)
+    if (s->peer_fc && st->unconsumed + h->length > (uint64_t)s->recv_window)
         return stream_error(s, id, SL_SPDY_FLOW_CONTROL_ERROR);
     s->data_mode = DATA_DELIVER;
     return SL_OK;
@@ -462,12 +464,15 @@ static int on_data_chunk(sl_spdy_session *s, const uint8_t *p, size_t len)
     sl_spdy_stream *st = NULL;
     if (s->data_mode == DATA_DELIVER)
         st = sl_spdy_stream_find(s, s->data_id); /* a callback may have reset it */
-    if (!st)
-        return sl_spdy_credit(s, NULL, len); /* dropped: return session credit */
-    st->unconsumed += len;
-    if (s->cb.on_data)
-        s->cb.on_data(s->arg, s->data_id, p, len);
-    return SL_OK;
+    if (st) {
+        st->unconsumed += len;
+        if (s->cb.on_data)
+            s->cb.on_data(s->arg, s->data_id, p, len);
+    }
+    /* Session credit on arrival, delivered or dropped: the stream windows
+     * bound what the application holds, so one stalled stream never takes
+     * the session window from the others. */
+    return sl_spdy_credit_session(s, len);
 }
 
 static int on_data_end(sl_spdy_session *s)

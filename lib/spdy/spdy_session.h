@@ -22,12 +22,22 @@
  * them: stream windows after it sent INITIAL_WINDOW_SIZE or any
  * WINDOW_UPDATE, the session window after it sent a WINDOW_UPDATE for
  * stream 0. spdystream sends neither, so it is never throttled and we never
- * wait for credit it will not send. We never send SETTINGS (the Go server
- * does not), so our receive windows are the SPDY default, 64 KiB.
+ * wait for credit it will not send.
  * Inbound: received DATA goes to on_data at once, whatever other streams
- * do. The application tells the session what it has used with
- * sl_spdy_stream_consumed(); only then, and only to a peer that uses flow
- * control, is credit returned with WINDOW_UPDATE (stream and session).
+ * do. Our stream windows are the SPDY default, 64 KiB, unless we announced
+ * another size with sl_spdy_session_announce_window(). Credit is returned
+ * with WINDOW_UPDATE only to a peer that uses flow control, or after we
+ * announced: for a stream as the application reports what it has used with
+ * sl_spdy_stream_consumed(); for the session (stream 0) as bytes arrive,
+ * so a stalled stream holds at most its own window and never takes the
+ * session window from the others (the stream windows, times max_streams,
+ * bound what the application holds).
+ * SETTINGS: we send it only when announcing, which a server does not do on
+ * its own (the Kubernetes server side, like the Go one, never sends
+ * SETTINGS first). When the peer sends INITIAL_WINDOW_SIZE and we have not
+ * announced, we answer with ours (64 KiB), so that peer knows at once that
+ * we enforce our windows; spdystream never sends SETTINGS, so it never gets
+ * one from us.
  *
  * Back-pressure, per stream, is the application's: it keeps the bytes
  * on_data gave it in its own bounded buffer and calls consumed() as it
@@ -65,9 +75,9 @@
  *     RST_STREAM(REFUSED_STREAM).
  *   - DATA or HEADERS on an unknown or closed stream: RST_STREAM
  *     (INVALID_STREAM), once per id; DATA after the peer's FIN:
- *     RST_STREAM(STREAM_ALREADY_CLOSED); DATA beyond our 64 KiB window from
- *     a flow-control peer: RST_STREAM(FLOW_CONTROL_ERROR); HEADERS after
- *     the peer's FIN: RST_STREAM(STREAM_ALREADY_CLOSED). DATA, HEADERS or
+ *     RST_STREAM(STREAM_ALREADY_CLOSED); DATA beyond our stream window
+ *     from a flow-control peer: RST_STREAM(FLOW_CONTROL_ERROR); HEADERS
+ *     after the peer's FIN: RST_STREAM(STREAM_ALREADY_CLOSED). DATA, HEADERS or
  *     SYN_REPLY still in flight on a stream we reset are dropped silently
  *     (the last SL_SPDY_RESET_MEMORY ids we reset are remembered).
  *   - SYN_REPLY for an unknown stream: RST(INVALID_STREAM); for a stream we
@@ -97,9 +107,11 @@
 /* Largest DATA payload we send in one frame: client-go's io.Copy buffer
  * (spdystream writes one frame per Write()). Also the round-robin quantum. */
 #define SL_SPDY_MAX_DATA_FRAME 32768u
-/* SPDY/3 default window, for both directions (we never announce another). */
+/* SPDY/3 default window, for both directions (ours until we announce
+ * another with sl_spdy_session_announce_window). */
 #define SL_SPDY_INITIAL_WINDOW 65536
-/* Credit is returned once this many consumed bytes have accumulated. */
+/* Credit is returned once this many bytes have accumulated (for a stream:
+ * half our stream window if that is less). */
 #define SL_SPDY_WINDOW_UPDATE_THRESHOLD 32768u
 /* How many ids of streams we reset are remembered to drop late DATA. */
 #define SL_SPDY_RESET_MEMORY 64
@@ -167,7 +179,9 @@ typedef struct sl_spdy_session sl_spdy_session;
 /* Creates a session. cb is copied; arg is passed to every callback; out
  * receives every byte to write and must outlive the session; limits may be
  * NULL (defaults), zero fields mean the default. Nothing is written at
- * start (spdystream sends no SETTINGS either). Returns NULL on ENOMEM. */
+ * start (spdystream sends no SETTINGS either; a client that wants flow
+ * control calls sl_spdy_session_announce_window next). Returns NULL on
+ * ENOMEM. */
 sl_spdy_session *sl_spdy_session_new(sl_spdy_role role, const sl_spdy_callbacks *cb, void *arg,
                                      sl_bufq *out, const sl_spdy_limits *limits);
 /* Frees the session and every stream, with no callbacks and nothing
@@ -221,13 +235,33 @@ int sl_spdy_stream_send(sl_spdy_session *s, uint32_t id, const uint8_t *data, si
 int sl_spdy_stream_close(sl_spdy_session *s, uint32_t id);
 /* Bytes queued on stream id and not yet moved to out (0 if unknown). */
 size_t sl_spdy_stream_pending(const sl_spdy_session *s, uint32_t id);
-/* The application has used n more bytes received on stream id. Credit is
- * returned (WINDOW_UPDATE for the stream and for the session) only to a
- * peer that uses flow control, in steps of at least
- * SL_SPDY_WINDOW_UPDATE_THRESHOLD. Returns SL_OK, SL_ERR_NOTFOUND (the
- * stream is gone: its bytes were already credited), SL_ERR_INVAL (more than
- * was received and not yet consumed), SL_ERR_NOMEM. */
+/* The application has used n more bytes received on stream id. Stream
+ * credit is returned (WINDOW_UPDATE for the stream) only to a peer that
+ * uses flow control or after we announced, in steps of at least
+ * SL_SPDY_WINDOW_UPDATE_THRESHOLD (or half our stream window if smaller);
+ * the session window was credited when the bytes arrived. Returns SL_OK,
+ * SL_ERR_NOTFOUND (the stream is gone), SL_ERR_INVAL (more than was
+ * received and not yet consumed), SL_ERR_NOMEM. */
 int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n);
+
+/* Announces that we use flow control: sends SETTINGS INITIAL_WINDOW_SIZE =
+ * initial_window (once), makes our stream receive windows that size
+ * (existing streams too), and from then on returns credit with
+ * WINDOW_UPDATE as the application calls sl_spdy_stream_consumed(),
+ * whether or not the peer uses flow control; credit held back until now
+ * goes out at once. Meant for our own client, right after
+ * sl_spdy_session_new (before opening streams): our server then enforces
+ * this window per stream, and answers with its own SETTINGS, so back-
+ * pressure works per stream both ways without head-of-line blocking.
+ * Harmless towards Go peers: spdystream parses and ignores both SETTINGS and
+ * WINDOW_UPDATE (and, sending neither, is never held to our windows: see
+ * Back-pressure above). The Kubernetes server side (our server) does not
+ * call it and keeps not sending SETTINGS unless the peer did: a session
+ * that has not announced answers the peer's INITIAL_WINDOW_SIZE with its
+ * own (64 KiB), once. Returns SL_OK, SL_ERR_INVAL (0 or above 2^31-1),
+ * SL_ERR_STATE (already announced, or answered), SL_ERR_NOMEM, or the
+ * session's fatal error. */
+int sl_spdy_session_announce_window(sl_spdy_session *s, uint32_t initial_window);
 
 /* Sends a PING (client: odd ids from 1; server: even ids from 2); *id may
  * be NULL. The answer comes as on_pong. Returns SL_OK, SL_ERR_NOMEM or the

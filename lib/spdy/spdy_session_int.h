@@ -48,9 +48,11 @@ struct sl_spdy_session {
     /* flow control */
     int64_t peer_initial_window; /* SETTINGS INITIAL_WINDOW_SIZE, default 64 KiB */
     int64_t send_window;         /* the peer's session window (SPDY/3.1) */
-    uint64_t session_credit;     /* consumed or dropped bytes not yet returned */
+    int64_t recv_window;         /* our stream windows: 64 KiB or the announced size */
+    uint64_t session_credit;     /* received bytes not yet returned (session window) */
     bool peer_fc;                /* peer uses stream windows */
     bool peer_session_fc;        /* peer uses the session window */
+    bool announced;              /* we sent SETTINGS INITIAL_WINDOW_SIZE */
     uint32_t peer_max_streams;   /* its MAX_CONCURRENT_STREAMS, or UINT32_MAX */
 
     bool goaway_sent, goaway_recv;
@@ -71,8 +73,8 @@ sl_spdy_stream *sl_spdy_stream_find(const sl_spdy_session *s, uint32_t id);
 sl_spdy_stream *sl_spdy_stream_new(const sl_spdy_session *s, uint32_t id, bool local);
 /* Puts a stream from sl_spdy_stream_new into the table. */
 void sl_spdy_stream_link(sl_spdy_session *s, sl_spdy_stream *st);
-/* Unlinks and frees st (credits its unconsumed bytes to the session), then
- * fires on_reset(reset_status) if reset_status != 0, then on_stream_close. */
+/* Unlinks and frees st, then fires on_reset(reset_status) if
+ * reset_status != 0, then on_stream_close. */
 void sl_spdy_stream_remove(sl_spdy_session *s, sl_spdy_stream *st, uint32_t reset_status);
 /* Removes st if both directions are closed. Returns true if removed. */
 bool sl_spdy_stream_maybe_done(sl_spdy_session *s, sl_spdy_stream *st);
@@ -80,9 +82,12 @@ bool sl_spdy_stream_maybe_done(sl_spdy_session *s, sl_spdy_stream *st);
 void sl_spdy_remember_reset(sl_spdy_session *s, uint32_t id);
 
 /* spdy_submit.c */
-/* Adds n bytes to the credit of the session (and of st if not NULL) and
- * sends WINDOW_UPDATEs that reached the threshold, to flow-control peers. */
-int sl_spdy_credit(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n);
+/* n bytes arrived (delivered or dropped): session credit, returned at once
+ * (WINDOW_UPDATE for stream 0 past the threshold) while credit is on. */
+int sl_spdy_credit_session(sl_spdy_session *s, uint64_t n);
+/* The application used n bytes of st: stream credit, returned past the
+ * stream threshold while credit is on. */
+int sl_spdy_credit_stream(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n);
 /* Removes st from the send queue if it is there. */
 void sl_spdy_unqueue(sl_spdy_session *s, sl_spdy_stream *st);
 

@@ -151,34 +151,53 @@ bool sl_spdy_session_want_write(const sl_spdy_session *s)
 
 /* ---- flow-control credit ----------------------------------------------------- */
 
-static int send_credit(sl_spdy_session *s, uint32_t id, uint64_t *credit)
+/* Credit goes out once the peer uses flow control or we announced ours. */
+static bool credit_on(const sl_spdy_session *s)
 {
-    if (*credit < SL_SPDY_WINDOW_UPDATE_THRESHOLD)
-        return SL_OK;
-    uint32_t delta = *credit > SL_SPDY_MAX_WINDOW ? SL_SPDY_MAX_WINDOW : (uint32_t)*credit;
-    int rc = sl_spdy_write_window_update(s->out, id, delta);
-    if (rc == SL_OK)
-        *credit -= delta;
-    return rc;
+    return (s->peer_fc || s->announced) && !s->dead;
 }
 
-int sl_spdy_credit(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n)
+/* Sends the credit as WINDOW_UPDATE(s) once it reached threshold. */
+static int send_credit(sl_spdy_session *s, uint32_t id, uint64_t *credit, uint64_t threshold)
 {
-    s->session_credit += n;
-    if (st)
-        st->credit += n;
-    if (!s->peer_fc || s->dead)
-        return SL_OK; /* spdystream never asks for credit */
-    if (st) {
-        if (st->in_closed)
-            st->credit = 0; /* the peer sends nothing more on it */
-        int rc = send_credit(s, st->id, &st->credit);
+    while (*credit && *credit >= threshold) {
+        uint32_t delta = *credit > SL_SPDY_MAX_WINDOW ? SL_SPDY_MAX_WINDOW : (uint32_t)*credit;
+        int rc = sl_spdy_write_window_update(s->out, id, delta);
         if (rc != SL_OK)
             return rc;
+        *credit -= delta;
     }
+    return SL_OK;
+}
+
+/* Half our stream window at most, so a small announced window still
+ * reopens before the peer runs dry. */
+static uint64_t stream_threshold(const sl_spdy_session *s)
+{
+    uint64_t half = (uint64_t)s->recv_window / 2;
+    if (half > SL_SPDY_WINDOW_UPDATE_THRESHOLD)
+        return SL_SPDY_WINDOW_UPDATE_THRESHOLD;
+    return half ? half : 1;
+}
+
+int sl_spdy_credit_session(sl_spdy_session *s, uint64_t n)
+{
+    s->session_credit += n;
+    if (!credit_on(s))
+        return SL_OK; /* spdystream never asks for credit */
     /* SPDY/3.1 session window: the Upgrade token promises 3.1, so a peer
      * that uses flow control at all gets session credit too. */
-    return send_credit(s, 0, &s->session_credit);
+    return send_credit(s, 0, &s->session_credit, SL_SPDY_WINDOW_UPDATE_THRESHOLD);
+}
+
+int sl_spdy_credit_stream(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n)
+{
+    st->credit += n;
+    if (st->in_closed)
+        st->credit = 0; /* the peer sends nothing more on it */
+    if (!credit_on(s))
+        return SL_OK;
+    return send_credit(s, st->id, &st->credit, stream_threshold(s));
 }
 
 int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n)
@@ -189,7 +208,38 @@ int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n)
     if (n > st->unconsumed)
         return SL_ERR_INVAL;
     st->unconsumed -= n;
-    return sl_spdy_credit(s, st, n);
+    return sl_spdy_credit_stream(s, st, n);
+}
+
+/* Credit held back while nobody used flow control goes out whole: the peer
+ * tracked its windows all along, so only then do they match ours. */
+static int return_held_credit(sl_spdy_session *s)
+{
+    for (size_t b = 0; b < STREAM_BUCKETS; b++) {
+        for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext) {
+            int rc = send_credit(s, st->id, &st->credit, 1);
+            if (rc != SL_OK)
+                return rc;
+        }
+    }
+    return send_credit(s, 0, &s->session_credit, 1);
+}
+
+int sl_spdy_session_announce_window(sl_spdy_session *s, uint32_t initial_window)
+{
+    if (s->dead)
+        return s->dead;
+    if (initial_window == 0 || initial_window > SL_SPDY_MAX_WINDOW)
+        return SL_ERR_INVAL;
+    if (s->announced)
+        return SL_ERR_STATE;
+    const uint32_t e[1][3] = {{0, SL_SPDY_SETTINGS_INITIAL_WINDOW_SIZE, initial_window}};
+    int rc = sl_spdy_write_settings(s->out, 0, e, 1);
+    if (rc != SL_OK)
+        return rc;
+    s->announced = true;
+    s->recv_window = initial_window;
+    return return_held_credit(s);
 }
 
 /* ---- opening, replying, resetting ------------------------------------------- */

@@ -373,20 +373,6 @@ static int feed(app *a, const uint8_t *p, size_t len)
     return rc;
 }
 
-/* Moves bytes both ways until both sides are quiet. */
-static void pump(app *c, app *s, size_t high_water)
-{
-    for (int i = 0; i < 10000; i++) {
-        assert_int_equal(sl_spdy_session_flush(c->s, high_water), SL_OK);
-        assert_int_equal(sl_spdy_session_flush(s->s, high_water), SL_OK);
-        if (!sl_bufq_len(&c->out) && !sl_bufq_len(&s->out))
-            return;
-        assert_int_equal(feedq(s, &c->out), SL_OK);
-        assert_int_equal(feedq(c, &s->out), SL_OK);
-    }
-    fail_msg("pump did not settle");
-}
-
 static size_t rx_take(app *a, uint32_t id, char *buf, size_t cap)
 {
     size_t n = sl_bufq_copyout(&a->rx[id], buf, cap - 1);
@@ -587,126 +573,7 @@ static void every_split(void **state)
     }
 }
 
-/* ---- client and server sessions in memory ---------------------------------------- */
-
-static uint32_t open_type(app *c, app *s, const char *type)
-{
-    const sl_spdy_nv h = {"streamtype", 10, type, strlen(type)};
-    uint32_t id;
-    assert_int_equal(sl_spdy_stream_open(c->s, &h, 1, false, &id), SL_OK);
-    pump(c, s, 65536);
-    return id;
-}
-
-static void in_memory_exchange(void **state)
-{
-    (void)state;
-    app *c = app_new(SL_SPDY_CLIENT, NULL), *s = app_new(SL_SPDY_SERVER, NULL);
-    char buf[64];
-    assert_int_equal(open_type(c, s, "error"), 1);
-    assert_int_equal(open_type(c, s, "stdin"), 3);
-    assert_int_equal(open_type(c, s, "stdout"), 5);
-    assert_string_equal(events(s), "open 1 streamtype=error;open 3 streamtype=stdin;"
-                                   "open 5 streamtype=stdout;");
-    assert_string_equal(events(c), "reply 1;reply 3;reply 5;");
-
-    assert_int_equal(sl_spdy_stream_close(c->s, 1), SL_OK); /* like port-forward's error stream */
-    assert_int_equal(sl_spdy_stream_send(c->s, 3, (const uint8_t *)"input", 5, true), SL_OK);
-    assert_int_equal(sl_spdy_stream_send(s->s, 5, (const uint8_t *)"output", 6, true), SL_OK);
-    pump(c, s, 65536);
-    assert_string_equal(events(s), "fin 1;fin 3;");
-    assert_string_equal(events(c), "fin 5;");
-    rx_take(s, 3, buf, sizeof(buf));
-    assert_string_equal(buf, "input");
-    rx_take(c, 5, buf, sizeof(buf));
-    assert_string_equal(buf, "output");
-
-    assert_int_equal(sl_spdy_stream_send(s->s, 1, (const uint8_t *)"{}", 2, true), SL_OK);
-    assert_int_equal(sl_spdy_stream_close(s->s, 3), SL_OK);
-    assert_int_equal(sl_spdy_stream_close(c->s, 5), SL_OK);
-    pump(c, s, 65536);
-    assert_string_equal(events(s), "close 1;close 3;fin 5;close 5;");
-    assert_string_equal(events(c), "close 5;fin 1;close 1;fin 3;close 3;");
-    rx_take(c, 1, buf, sizeof(buf));
-    assert_string_equal(buf, "{}");
-    assert_int_equal(sl_spdy_session_num_streams(c->s), 0);
-    assert_int_equal(sl_spdy_session_num_streams(s->s), 0);
-
-    /* the server decides later: refuses stream 7 after the callback */
-    s->auto_reply = false;
-    assert_int_equal(open_type(c, s, "data"), 7);
-    assert_string_equal(events(s), "open 7 streamtype=data;");
-    assert_int_equal(sl_spdy_stream_reset(s->s, 7, SL_SPDY_CANCEL), SL_OK);
-    pump(c, s, 65536);
-    assert_string_equal(events(s), "close 7;");
-    assert_string_equal(events(c), "reset 7 5;close 7;");
-
-    /* pings both ways */
-    assert_int_equal(sl_spdy_ping(c->s, NULL), SL_OK);
-    uint32_t pid;
-    assert_int_equal(sl_spdy_ping(s->s, &pid), SL_OK);
-    assert_int_equal(pid, 2);
-    pump(c, s, 65536);
-    assert_string_equal(events(c), "pong 1;");
-    assert_string_equal(events(s), "pong 2;");
-
-    /* GOAWAY: stream 9 was seen by the server, 11 crosses the GOAWAY */
-    s->auto_reply = true;
-    assert_int_equal(open_type(c, s, "data"), 9);
-    events(c);
-    events(s);
-    const sl_spdy_nv h = {"streamtype", 10, "data", 4};
-    uint32_t id;
-    assert_int_equal(sl_spdy_stream_open(c->s, &h, 1, false, &id), SL_OK);
-    assert_int_equal(sl_spdy_goaway(s->s, SL_SPDY_GOAWAY_OK), SL_OK);
-    pump(c, s, 65536);
-    assert_string_equal(events(c), "goaway 9 0;reset 11 3;close 11;");
-    assert_string_equal(events(s), ""); /* 11 refused with RST(REFUSED_STREAM) */
-    assert_int_equal(sl_spdy_session_num_streams(c->s), 1);
-    assert_int_equal(sl_spdy_stream_open(c->s, &h, 1, false, &id), SL_ERR_CLOSED);
-    app_free(c);
-    app_free(s);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed = seed * 1103515245u + 12345u;
-        p[i] = (uint8_t)(seed >> 16);
-    }
-}
-
-static void bulk_both_ways(void **state)
-{
-    (void)state;
-    app *c = app_new(SL_SPDY_CLIENT, NULL), *s = app_new(SL_SPDY_SERVER, NULL);
-    c->auto_consume = s->auto_consume = true;
-    uint32_t in = open_type(c, s, "stdin"), outid = open_type(c, s, "stdout");
-    const size_t n = 1u << 20;
-    uint8_t *up = malloc(n), *down = malloc(n), *got = malloc(n);
-    assert_true(up && down && got);
-    fill(up, n, 1);
-    fill(down, n, 2);
-    assert_int_equal(sl_spdy_stream_send(c->s, in, up, n, true), SL_OK);
-    assert_int_equal(sl_spdy_stream_send(s->s, outid, down, n, true), SL_OK);
-    pump(c, s, 16384);
-    assert_int_equal(sl_bufq_len(&s->rx[in]), n);
-    sl_bufq_copyout(&s->rx[in], got, n);
-    assert_memory_equal(got, up, n);
-    assert_int_equal(sl_bufq_len(&c->rx[outid]), n);
-    sl_bufq_copyout(&c->rx[outid], got, n);
-    assert_memory_equal(got, down, n);
-    /* neither side uses flow control: no WINDOW_UPDATE was ever needed */
-    assert_false(sl_spdy_session_peer_flow_control(c->s));
-    assert_false(sl_spdy_session_peer_flow_control(s->s));
-    free(up);
-    free(down);
-    free(got);
-    app_free(c);
-    app_free(s);
-}
-
-/* ---- flow control ----------------------------------------------------------------- */
+/* ---- a server with one stream ------------------------------------------------------ */
 
 /* A server with stream 1 open and replied (its SYN_REPLY already read). */
 static app *server_with_stream(const sl_spdy_limits *lim)
@@ -721,23 +588,6 @@ static app *server_with_stream(const sl_spdy_limits *lim)
     return a;
 }
 
-static void feed_settings_iws(app *a, uint32_t value, int want)
-{
-    const uint32_t e[1][3] = {{0, SL_SPDY_SETTINGS_INITIAL_WINDOW_SIZE, value}};
-    assert_int_equal(sl_spdy_write_settings(&a->q, 0, e, 1), SL_OK);
-    assert_int_equal(feedq(a, &a->q), want);
-}
-
-static void feed_wu(app *a, uint32_t id, uint32_t delta, int want)
-{
-    uint8_t f[16] = {0x80, 3, 0, 9, 0, 0, 0, 8};
-    f[8] = (uint8_t)(id >> 24), f[9] = (uint8_t)(id >> 16), f[10] = (uint8_t)(id >> 8);
-    f[11] = (uint8_t)id;
-    f[12] = (uint8_t)(delta >> 24), f[13] = (uint8_t)(delta >> 16);
-    f[14] = (uint8_t)(delta >> 8), f[15] = (uint8_t)delta;
-    assert_int_equal(feed(a, f, sizeof(f)), want);
-}
-
 static void feed_data(app *a, uint32_t id, uint8_t flags, size_t len, int want)
 {
     uint8_t *p = calloc(1, len + 1);
@@ -745,142 +595,6 @@ static void feed_data(app *a, uint32_t id, uint8_t flags, size_t len, int want)
     assert_int_equal(sl_spdy_write_data(&a->q, id, flags, p, len), SL_OK);
     assert_int_equal(feedq(a, &a->q), want);
     free(p);
-}
-
-static void send_zeros(app *a, uint32_t id, size_t n)
-{
-    uint8_t *p = calloc(1, n);
-    assert_non_null(p);
-    assert_int_equal(sl_spdy_stream_send(a->s, id, p, n, false), SL_OK);
-    free(p);
-}
-
-static void fc_peer_window(void **state)
-{
-    (void)state;
-    app *a = server_with_stream(NULL);
-    feed_settings_iws(a, 1000, SL_OK);
-    assert_true(sl_spdy_session_peer_flow_control(a->s));
-    assert_string_equal(wire(a), ""); /* we never answer with SETTINGS */
-    send_zeros(a, 1, 5000);
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "DATA 1 f0 1000|");
-    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 4000);
-    assert_false(sl_spdy_session_want_write(a->s));
-    feed_wu(a, 1, 1500, SL_OK);
-    assert_true(sl_spdy_session_want_write(a->s));
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "DATA 1 f0 1500|");
-
-    /* session window (3.1): enforced once the peer updates stream 0 */
-    feed_settings_iws(a, 1000000, SL_OK);
-    feed_wu(a, 0, 1, SL_OK); /* session window: 65536 - 2500 + 1 */
-    send_zeros(a, 1, 100000);
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "DATA 1 f0 32768|DATA 1 f0 30269|");
-    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 102500 - 63037);
-    feed_wu(a, 0, 50000, SL_OK);
-    assert_int_equal(sl_spdy_stream_close(a->s, 1), SL_OK);
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "DATA 1 f0 32768|DATA 1 f0 6695|DATA 1 f1 0|");
-
-    /* a smaller INITIAL_WINDOW_SIZE can make a window negative */
-    syn_type(&a->q, &a->t, 3, "data");
-    assert_int_equal(feedq(a, &a->q), SL_OK);
-    wire(a);
-    feed_settings_iws(a, 0, SL_OK);
-    feed_wu(a, 0, 100, SL_OK);
-    send_zeros(a, 3, 10);
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "");
-    feed_wu(a, 3, 10, SL_OK);
-    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
-    assert_string_equal(wire(a), "DATA 3 f0 10|");
-    app_free(a);
-}
-
-static void no_fc_peer_never_blocks(void **state)
-{
-    (void)state;
-    app *a = server_with_stream(NULL);
-    send_zeros(a, 1, 1u << 20);
-    assert_int_equal(sl_spdy_session_flush(a->s, SIZE_MAX), SL_OK);
-    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 0);
-    assert_int_equal(sl_bufq_len(&a->out), (1u << 20) + 32 * 8);
-    wire(a);
-    /* far beyond 64 KiB unconsumed: no FLOW_CONTROL_ERROR, no credit sent */
-    for (int i = 0; i < 7; i++)
-        feed_data(a, 1, 0, 30000, SL_OK);
-    assert_int_equal(sl_bufq_len(&a->rx[1]), 210000);
-    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 210000), SL_OK);
-    assert_string_equal(wire(a), "");
-    assert_string_equal(events(a), "");
-    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 1), SL_ERR_INVAL);
-    app_free(a);
-}
-
-static void fc_inbound_credit(void **state)
-{
-    (void)state;
-    app *a = server_with_stream(NULL);
-    feed_settings_iws(a, SL_SPDY_INITIAL_WINDOW, SL_OK); /* shows flow control */
-    feed_data(a, 1, 0, 20000, SL_OK);
-    feed_data(a, 1, 0, 20000, SL_OK);
-    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 20000), SL_OK);
-    assert_string_equal(wire(a), ""); /* below the threshold */
-    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 20000), SL_OK);
-    assert_string_equal(wire(a), "WU 1 40000|WU 0 40000|");
-    /* a peer overrunning our window */
-    feed_data(a, 1, 0, 30000, SL_OK);
-    feed_data(a, 1, 0, 40000, SL_OK);
-    assert_string_equal(events(a), "reset 1 7;close 1;");
-    /* the unconsumed 30000 and the dropped 40000 return to the session */
-    assert_string_equal(wire(a), "RST 1 7|WU 0 70000|");
-    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 1), SL_ERR_NOTFOUND);
-    app_free(a);
-}
-
-/* ---- fairness ------------------------------------------------------------------- */
-
-static void fairness(void **state)
-{
-    (void)state;
-    app *c = app_new(SL_SPDY_CLIENT, NULL), *s = app_new(SL_SPDY_SERVER, NULL);
-    const size_t per = 256 * 1024, hw = 40000;
-    uint32_t ids[16];
-    for (int i = 0; i < 16; i++)
-        ids[i] = open_type(c, s, "stdout");
-    for (int i = 0; i < 16; i++)
-        send_zeros(s, ids[i], per);
-    events(c);
-    events(s);
-    size_t total = 0;
-    for (int round = 1; total < 16 * per; round++) {
-        assert_true(sl_spdy_session_want_write(s->s));
-        assert_int_equal(sl_spdy_session_flush(s->s, hw), SL_OK);
-        assert_true(sl_bufq_len(&s->out) < hw + 8 + SL_SPDY_MAX_DATA_FRAME);
-        assert_int_equal(feedq(c, &s->out), SL_OK);
-        size_t lo = SIZE_MAX, hi = 0;
-        total = 0;
-        for (int i = 0; i < 16; i++) {
-            size_t got = sl_bufq_len(&c->rx[ids[i]]);
-            lo = got < lo ? got : lo;
-            hi = got > hi ? got : hi;
-            total += got;
-        }
-        assert_true(hi - lo <= SL_SPDY_MAX_DATA_FRAME); /* nobody runs ahead */
-        if (round == 8)
-            assert_true(lo > 0); /* two frames a round: all 16 moved by now */
-    }
-    assert_false(sl_spdy_session_want_write(s->s));
-
-    /* a small stream behind a big one goes out in the first flush */
-    send_zeros(s, ids[0], 4u << 20);
-    assert_int_equal(sl_spdy_stream_send(s->s, ids[1], (const uint8_t *)"x", 1, false), SL_OK);
-    assert_int_equal(sl_spdy_session_flush(s->s, hw), SL_OK);
-    assert_string_equal(wire(s), "DATA 1 f0 32768|DATA 3 f0 1|DATA 1 f0 32768|");
-    app_free(c);
-    app_free(s);
 }
 
 /* ---- validation ------------------------------------------------------------------ */
@@ -1226,19 +940,6 @@ static void syn_reply_errors(void **state)
     app_free(c);
 }
 
-static void window_overflow(void **state)
-{
-    (void)state;
-    app *a = server_with_stream(NULL);
-    feed_wu(a, 1, 0x7fffffff, SL_OK);
-    assert_string_equal(events(a), "reset 1 7;close 1;");
-    assert_string_equal(wire(a), "RST 1 7|");
-    feed_wu(a, 99, 5, SL_OK); /* unknown stream: ignored */
-    feed_wu(a, 1, 0, SL_OK);  /* delta 0: ignored */
-    assert_string_equal(wire(a), "");
-    app_free(a);
-}
-
 static void open_callbacks_and_flags(void **state)
 {
     (void)state;
@@ -1304,12 +1005,6 @@ int main(void)
         cmocka_unit_test(golden_server_wire),
         cmocka_unit_test(golden_client_wire),
         cmocka_unit_test(every_split),
-        cmocka_unit_test(in_memory_exchange),
-        cmocka_unit_test(bulk_both_ways),
-        cmocka_unit_test(fc_peer_window),
-        cmocka_unit_test(no_fc_peer_never_blocks),
-        cmocka_unit_test(fc_inbound_credit),
-        cmocka_unit_test(fairness),
         cmocka_unit_test(fatal_frames),
         cmocka_unit_test(fatal_limits),
         cmocka_unit_test(unknown_types_skipped),
@@ -1321,7 +1016,6 @@ int main(void)
         cmocka_unit_test(cut_block_is_fatal),
         cmocka_unit_test(nv_cut_is_fatal),
         cmocka_unit_test(syn_reply_errors),
-        cmocka_unit_test(window_overflow),
         cmocka_unit_test(open_callbacks_and_flags),
         cmocka_unit_test(api_errors),
     };
