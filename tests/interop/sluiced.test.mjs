@@ -258,27 +258,6 @@ describe('sluiced lifecycle over grpc-js', { skip }, () => {
     assert.doesNotMatch(ps.stdout.toString(), /sleep 30/);
   });
 
-  test('ExecSync: 20 MiB of output is cut to exactly 16 MiB per stream', { timeout: 90000 },
-    async () => {
-      const big = runtimeClient(sd.endpoint, 64 * MiB);
-      try {
-        const r = await big.ExecSync({
-          container_id: sleeper, timeout: 60,
-          cmd: ['sh', '-c', `yes 0123456789abcdef | head -c ${20 * MiB}; ` +
-            `yes ABCDEFGHIJKLMNOP | head -c ${20 * MiB} >&2; exit 4`],
-        }, { deadlineMs: 80000 });
-        assert.equal(r.exit_code, 4);
-        assert.equal(r.stdout.length, EXECSYNC_CAP);
-        assert.equal(r.stderr.length, EXECSYNC_CAP);
-        const line = Buffer.from('0123456789abcdef\n');
-        for (const off of [0, 17 * 1000, (Math.floor(EXECSYNC_CAP / 17) - 1) * 17])
-          assert.equal(r.stdout.subarray(off, off + 17).toString(), line.toString(), `at ${off}`);
-        assert.equal(r.stderr.subarray(0, 17).toString(), 'ABCDEFGHIJKLMNOP\n');
-      } finally {
-        big.close();
-      }
-    });
-
   test('images: list, status (absent → empty), remove, pull from the import dir', async () => {
     const list = (await sd.img.ListImages({})).images;
     const tags = list.flatMap((i) => i.repo_tags).sort();
@@ -402,6 +381,33 @@ describe('sluiced lifecycle over grpc-js', { skip }, () => {
       await sd.rt.RemovePodSandbox({ pod_sandbox_id: hostPod.id }, { deadlineMs: 30000 });
       assert.deepEqual((await sd.rt.ListPodSandbox({})).items, []);
       assert.deepEqual((await sd.rt.ListContainers({})).containers, []);
+    });
+
+  // Last before the stop: a slow capture must not hold up the other cases.
+  test('ExecSync: 20 MiB of output is cut to exactly 16 MiB per stream', { timeout: 90000 },
+    async () => {
+      const pod = await sd.runPod('bulk', { hostNetwork: true });
+      const ctr = await sd.runContainer(pod, 'bulk', { command: ['sleep', '100000'] });
+      const big = runtimeClient(sd.endpoint, 64 * MiB);
+      try {
+        const t0 = Date.now();
+        const r = await big.ExecSync({
+          container_id: ctr, timeout: 60,
+          cmd: ['sh', '-c', `yes 0123456789abcdef | head -c ${20 * MiB}; ` +
+            `yes ABCDEFGHIJKLMNOP | head -c ${20 * MiB} >&2; exit 4`],
+        }, { deadlineMs: 60000 }).catch((e) => {
+          throw new Error(`${e.message} (after ${Date.now() - t0} ms)`);
+        });
+        assert.equal(r.exit_code, 4);
+        assert.equal(r.stdout.length, EXECSYNC_CAP);
+        assert.equal(r.stderr.length, EXECSYNC_CAP);
+        const line = Buffer.from('0123456789abcdef\n');
+        for (const off of [0, 17 * 1000, (Math.floor(EXECSYNC_CAP / 17) - 1) * 17])
+          assert.equal(r.stdout.subarray(off, off + 17).toString(), line.toString(), `at ${off}`);
+        assert.equal(r.stderr.subarray(0, 17).toString(), 'ABCDEFGHIJKLMNOP\n');
+      } finally {
+        big.close();
+      }
     });
 
   test('SIGTERM: exit 0, sanitizer-clean; no mount, monitor, runc container or pod dir left',

@@ -67,7 +67,7 @@ function goChild(args, { input } = {}) {
 
 // A shell loop that prints `stty size` until it is "rows cols".
 const sttyUntil = (rows, cols) => ['sh', '-c',
-  `i=0; while [ $i -lt 100 ]; do s=$(stty size); [ "$s" = "${rows} ${cols}" ] && break; ` +
+  `i=0; while [ $i -lt 100 ]; do s=$(stty size 2>/dev/null); [ "$s" = "${rows} ${cols}" ] && break; ` +
   'i=$((i+1)); sleep 0.05; done; echo "size=$s"'];
 
 describe('sluiced streaming with independent clients', { skip }, () => {
