@@ -264,8 +264,9 @@ export async function runPodRetry(sd, name, opts) {
     try {
       return await sd.runPod(name, opts);
     } catch (e) {
-      if (i >= 4 || !/pod monitor did not start/.test(e.message)) throw e;
+      if (i >= 9 || !/pod monitor did not start/.test(e.message)) throw e;
       monitorFlakes.count++;
+      await sleep(300);
     }
   }
 }
