@@ -188,8 +188,8 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
       logDirectory: path.join(dir, 'logs'), labels: { app: 'ctl' },
       linux: { security_context: { namespace_options: { network: 'NODE', pid: 'CONTAINER' } } },
     }));
-    const r = await run(['runp', podFile]);
-    assert.equal(r.code, 0, r.stderr);
+    const r = await run(['runp', podFile], { timeoutMs: 120000 });
+    assert.equal(r.code, 0, `${r.stderr}\n${sd.describe()}`);
     pod = r.stdout.trim();
     sd.podIds.add(pod);
     sleeper = await mk('sleeper', { command: ['sleep', '3600'] });
