@@ -32,6 +32,8 @@
 #define SL_CLIENT_MAX_STATUS (64u * 1024)                  /* status bytes kept (error stream) */
 #define SL_CLIENT_MAX_WS_MESSAGE (32u * 1024 * 1024)       /* one received WebSocket message */
 #define SL_CLIENT_MAX_HEADERS 32u                          /* caller's extra request headers */
+/* A good SPDY receive window to announce (the spdy_window options). */
+#define SL_CLIENT_SPDY_WINDOW (256u * 1024)
 
 typedef enum sl_transport {
     SL_TRANSPORT_SPDY = 0,      /* exec/attach: v4..v1.channel.k8s.io; pf: portforward.k8s.io */
@@ -84,6 +86,11 @@ typedef struct sl_client_exec_opts {
     size_t nheaders;
     uint32_t timeout_ms;        /* connect + upgrade answer */
     uint32_t output_high_water; /* per output fd: queued bytes before reading pauses */
+    /* SPDY: the receive window to announce per stream (SETTINGS
+     * INITIAL_WINDOW_SIZE) so that a server enforcing it holds back only a
+     * stream whose local consumer is slow, and enforces its own windows on
+     * us (spdystream ignores both); 0 = announce nothing. */
+    uint32_t spdy_window;
 } sl_client_exec_opts;
 
 typedef struct sl_client_exec sl_client_exec;
@@ -128,6 +135,7 @@ typedef struct sl_client_pf_opts {
      * channels); above it reading the connection pauses, which holds every
      * forwarded connection. */
     uint32_t max_buffered;
+    uint32_t spdy_window; /* SPDY and tunnel: as in sl_client_exec_opts */
 } sl_client_pf_opts;
 
 typedef struct sl_client_pf sl_client_pf;

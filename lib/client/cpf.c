@@ -258,12 +258,15 @@ sl_cpf *sl_cpf_new(const sl_cpf_params *p, const sl_cpf_callbacks *cb, void *arg
     }
     if (ok && t != SL_TRANSPORT_WEBSOCKET_LEGACY) {
         c->s = sl_spdy_session_new(SL_SPDY_CLIENT, &spdy_cb, c, c->ws ? &c->tbuf : out, NULL);
-        ok = c->s != NULL;
+        /* per-stream back-pressure from a server that enforces windows */
+        ok = c->s &&
+             (!p->spdy_window || sl_spdy_session_announce_window(c->s, p->spdy_window) == SL_OK);
     }
     if (!ok) {
         sl_cpf_free(c);
         return NULL;
     }
+    tunnel_out(c); /* the SETTINGS */
     return c;
 }
 

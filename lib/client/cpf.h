@@ -40,6 +40,7 @@ typedef struct sl_cpf_conn sl_cpf_conn;
 typedef struct sl_cpf_params {
     sl_transport transport; /* SPDY, WEBSOCKET_TUNNEL or WEBSOCKET_LEGACY */
     size_t max_ws_message;  /* 0 = SL_CLIENT_MAX_WS_MESSAGE */
+    uint32_t spdy_window;   /* SPDY receive window to announce; 0 = none */
 } sl_cpf_params;
 
 typedef struct sl_cpf_callbacks {

@@ -289,6 +289,12 @@ sl_crc *sl_crc_new(const sl_crc_params *p, const sl_crc_callbacks *cb, void *arg
     c->out = out;
     if (p->transport == SL_TRANSPORT_SPDY) {
         c->s = sl_spdy_session_new(SL_SPDY_CLIENT, &spdy_cb, c, out, NULL);
+        /* per-stream back-pressure from a server that enforces windows */
+        if (c->s && p->spdy_window &&
+            sl_spdy_session_announce_window(c->s, p->spdy_window) != SL_OK) {
+            sl_spdy_session_free(c->s);
+            c->s = NULL;
+        }
     } else {
         size_t max = p->max_ws_message ? p->max_ws_message : SL_CLIENT_MAX_WS_MESSAGE;
         c->ws = sl_ws_conn_new_client(&ws_cb, c, out, max);

@@ -43,6 +43,7 @@ typedef struct sl_crc_params {
     int version;            /* negotiated: 1..5 */
     bool tty, in, out, err; /* the streams of the CRI request */
     size_t max_ws_message;  /* 0 = SL_CLIENT_MAX_WS_MESSAGE */
+    uint32_t spdy_window;   /* SPDY receive window to announce; 0 = none */
 } sl_crc_params;
 
 typedef struct sl_crc_end {

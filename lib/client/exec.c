@@ -36,7 +36,7 @@ struct sl_client_exec {
     int fd[NFD]; /* by channel: stdin, stdout, stderr */
     uint16_t width, height;
     bool size_pending;
-    uint32_t timeout_ms, high_water;
+    uint32_t timeout_ms, high_water, spdy_window;
     sl_upgrade up;
     sl_cconn *conn;
     sl_crc *crc;
@@ -308,6 +308,7 @@ static void c_upgraded(void *arg, const char *protocol)
         .in = x->fd[SL_CRC_STDIN] >= 0,
         .out = x->fd[SL_CRC_STDOUT] >= 0,
         .err = x->fd[SL_CRC_STDERR] >= 0,
+        .spdy_window = x->spdy_window,
     };
     x->crc = sl_crc_new(&p, &crc_cb, x, &x->out);
     if (!x->crc || sl_crc_start(x->crc) != SL_OK || open_fds(x) != SL_OK) {
@@ -385,6 +386,7 @@ static int copy_opts(sl_client_exec *x, const sl_client_exec_opts *o)
     x->height = o->height;
     x->size_pending = o->width && o->height;
     x->timeout_ms = o->timeout_ms ? o->timeout_ms : SL_CLIENT_DEFAULT_TIMEOUT_MS;
+    x->spdy_window = o->spdy_window;
     x->high_water =
         o->output_high_water ? o->output_high_water : SL_CLIENT_DEFAULT_OUTPUT_HIGH_WATER;
     return SL_OK;

@@ -47,7 +47,7 @@ struct sl_client_pf {
     sl_client_header *hdrs;
     size_t nhdrs;
     sl_transport transport;
-    uint32_t timeout_ms, high_water, max_buffered;
+    uint32_t timeout_ms, high_water, max_buffered, spdy_window;
     sl_upgrade up;
     sl_cconn *conn;
     sl_cpf *cpf;
@@ -345,7 +345,7 @@ static void ping_cb(uv_timer_t *t)
 static void c_upgraded(void *arg, const char *protocol)
 {
     sl_client_pf *pf = arg;
-    sl_cpf_params p = {.transport = pf->transport};
+    sl_cpf_params p = {.transport = pf->transport, .spdy_window = pf->spdy_window};
     pf->cpf = sl_cpf_new(&p, &cpf_cb, pf, &pf->out);
     if (!pf->cpf) {
         pf->end_status = 0;
@@ -449,6 +449,7 @@ static int copy_opts(sl_client_pf *pf, const sl_client_pf_opts *o)
     }
     pf->transport = o->transport;
     pf->timeout_ms = o->timeout_ms ? o->timeout_ms : SL_CLIENT_DEFAULT_TIMEOUT_MS;
+    pf->spdy_window = o->spdy_window;
     pf->high_water =
         o->output_high_water ? o->output_high_water : SL_CLIENT_DEFAULT_OUTPUT_HIGH_WATER;
     pf->max_buffered = o->max_buffered ? o->max_buffered : SL_CLIENT_DEFAULT_MAX_BUFFERED;

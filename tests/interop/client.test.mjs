@@ -243,8 +243,8 @@ async function pfUrl(ports = []) {
 
 // Starts `sl-stream pf` forwarding local:remote pairs; resolves with the
 // process and the local ports it listens on.
-async function startPf(url, transport, remotes) {
-  const args = ['pf', url, '--transport', transport, '-D'];
+async function startPf(url, transport, remotes, extra = []) {
+  const args = ['pf', url, '--transport', transport, '-D', ...extra];
   for (const rp of remotes) args.push('--forward', `0:${rp}`);
   const r = tool(args);
   await waitFor(() => (r.stdout.match(/Forwarding from/g) || []).length === remotes.length ||
@@ -362,10 +362,9 @@ describe('port-forward', () => {
     echo.close();
   });
 
-  // Today our server cannot be held back per stream (the client does not
-  // announce flow control, see below), so the client keeps reading the
-  // connection and holds the stalled connection's bytes, up to
-  // max_buffered (16 MiB), beyond what the kernel buffers take.
+  // The client withholds the stalled stream's window (our server enforces
+  // the window the client announced); towards a server without flow
+  // control it would keep reading and hold up to max_buffered (16 MiB).
   test('spdy: 16 connections on one session, one local reader stalled, 15 complete',
     { timeout: 60000 }, async () => {
       const SIZE = 2 * MiB;
@@ -398,13 +397,11 @@ describe('port-forward', () => {
       source.close();
     });
 
-  // The other direction needs the client to announce SPDY flow control
-  // (a session function lib/spdy does not have yet): until then our
-  // server sees a client without flow control and can hold back one slow
-  // pod-side consumer only by pausing the whole TCP connection.
-  test('spdy: 16 uploads, one pod-side reader stalled, 15 complete',
-    { todo: 'needs sl_spdy_session_announce_window (flow control from the client)',
-      timeout: 30000 },
+  // The other direction: with SPDY flow control announced by the client
+  // (--spdy-window), our server holds back only the stream whose pod-side
+  // reader stalls (it withholds that stream's window) instead of pausing
+  // the whole connection, as it must for a client without flow control.
+  test('spdy: 16 uploads, one pod-side reader stalled, 15 complete', { timeout: 30000 },
     async () => {
       const stalledSockets = [];
       let first = true;
@@ -417,7 +414,8 @@ describe('port-forward', () => {
         }
         sinkHandler(s);
       });
-      const { r, ports } = await startPf(await pfUrl(), 'spdy', [sink.address().port]);
+      const { r, ports } = await startPf(await pfUrl(), 'spdy', [sink.address().port],
+        ['--spdy-window', String(256 * 1024)]);
       try {
         const stalled = await connectLocal(ports[0]);
         stalled.on('error', () => {});
@@ -435,6 +433,62 @@ describe('port-forward', () => {
         r.p.kill('SIGTERM');
         await r.done;
         sink.close();
+      }
+    });
+});
+
+// With flow control announced, our server's glue deadlocks as soon as the
+// client's window on an output stream closes: lib/server (spdy_rc.c,
+// spdy_pf.c) stops reading the process/pod socket while the stream's queue
+// is above output_high_water/2 and resumes it only when the *connection*
+// drains from above its high-water mark, which never happens when it was
+// the window, not the socket, that held the data back. Until that is fixed
+// the client announces nothing by default.
+describe('SPDY flow control announced by the client (server glue bug)', () => {
+  const DEADLINE_MS = 10000;
+  async function within(p, r) {
+    const res = await Promise.race([p, sleep(DEADLINE_MS).then(() => 'stalled')]);
+    if (res === 'stalled') {
+      r.p.kill('SIGKILL');
+      await r.done.catch(() => {});
+      assert.fail(`stalled: no progress within ${DEADLINE_MS} ms`);
+    }
+    return res;
+  }
+
+  test('exec: 8 MiB through cat', { todo: 'lib/server/spdy_rc.c: resume after WINDOW_UPDATE' },
+    async () => {
+      const url = await fx.h.execUrl({ cmd: ['cat'], stdin: 1, stdout: 1 });
+      let n = 0;
+      const r = tool(['exec', url, '-i', '--spdy-window', String(256 * 1024)], {
+        stdoutSink: (d) => {
+          n += d.length;
+        },
+      });
+      const work = (async () => {
+        await writeBulk(r.p.stdin, 8 * MiB);
+        r.p.stdin.end();
+        return r.done;
+      })();
+      const res = await within(work, r);
+      assert.equal(res.code, 0, res.stderr);
+      assert.equal(n, 8 * MiB);
+    });
+
+  test('port-forward: 8 MiB from a source', { todo: 'lib/server/spdy_pf.c: resume after WINDOW_UPDATE' },
+    async () => {
+      const block = randomBytes(64 * 1024);
+      const source = await serve(sourceHandler(8 * MiB, block));
+      const { r, ports } = await startPf(await pfUrl(), 'spdy', [source.address().port],
+        ['--spdy-window', String(256 * 1024)]);
+      try {
+        const c = await connectLocal(ports[0]);
+        const res = await within(readAll(c), r);
+        assert.equal(res.n, 8 * MiB);
+      } finally {
+        r.p.kill('SIGTERM');
+        await r.done.catch(() => {});
+        source.close();
       }
     });
 });

@@ -2,8 +2,9 @@
  * tests and debugging (sluicectl is the product CLI).
  *
  *   sl-stream exec|attach URL [--transport spdy|websocket] [-i] [-t]
- *             [--size WxH] [--resize WxH]... [-D]
- *   sl-stream pf URL [--transport spdy|tunnel|legacy] --forward LOCAL:REMOTE... [-D]
+ *             [--size WxH] [--resize WxH]... [--spdy-window N] [-D]
+ *   sl-stream pf URL [--transport spdy|tunnel|legacy] --forward LOCAL:REMOTE...
+ *             [--spdy-window N] [-D]
  *
  * exec/attach: stdin (-i), stdout and stderr (not with -t) are the
  * process's own; the exit code is the remote one (1 for a client-side
@@ -13,7 +14,8 @@
  * pf: listens on 127.0.0.1:LOCAL (0 = any; the port is printed as
  * "Forwarding from 127.0.0.1:L -> R") and forwards every accepted
  * connection over one session, until SIGINT/SIGTERM (exit 0) or the
- * session's end (exit 1). */
+ * session's end (exit 1). --spdy-window announces SPDY flow control with
+ * that per-stream window (bytes). */
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -45,6 +47,7 @@ typedef struct tool {
     sl_transport transport;
     bool in, tty, debug;
     uint16_t width, height;
+    uint32_t spdy_window;
     uint16_t rw[MAX_RESIZES], rh[MAX_RESIZES];
     int nresize, next_resize;
     forward fwd[MAX_FORWARDS];
@@ -61,9 +64,9 @@ typedef struct tool {
 static void usage(void)
 {
     fprintf(stderr, "usage: sl-stream exec|attach URL [--transport spdy|websocket] [-i] [-t]\n"
-                    "                 [--size WxH] [--resize WxH]... [-D]\n"
+                    "                 [--size WxH] [--resize WxH]... [--spdy-window N] [-D]\n"
                     "       sl-stream pf URL [--transport spdy|tunnel|legacy]\n"
-                    "                 --forward LOCAL:REMOTE... [-D]\n");
+                    "                 --forward LOCAL:REMOTE... [--spdy-window N] [-D]\n");
 }
 
 static int parse_size(const char *s, uint16_t *w, uint16_t *h)
@@ -128,6 +131,12 @@ static int parse_opt(tool *t, int argc, char **argv, int *i)
         (*i)++;
         int k = t->nresize++;
         return parse_size(v, &t->rw[k], &t->rh[k]);
+    } else if (!strcmp(a, "--spdy-window") && v) {
+        (*i)++;
+        char *end;
+        unsigned long w = strtoul(v, &end, 10);
+        t->spdy_window = (uint32_t)w;
+        return *end || w < 1 || w > 0x7fffffffUL ? -1 : 0;
     } else if (!strcmp(a, "--forward") && v) {
         (*i)++;
         return parse_forward(t, v);
@@ -255,6 +264,7 @@ static int run_exec(tool *t)
         .stderr_fd = t->tty ? -1 : 2,
         .width = t->width,
         .height = t->height,
+        .spdy_window = t->spdy_window,
     };
     struct winsize ws;
     if (t->tty && !t->width && ioctl(0, TIOCGWINSZ, &ws) == 0) {
@@ -353,7 +363,7 @@ static int listen_on(tool *t, forward *f)
 
 static int run_pf(tool *t)
 {
-    sl_client_pf_opts o = {.url = t->url, .transport = t->transport};
+    sl_client_pf_opts o = {.url = t->url, .transport = t->transport, .spdy_window = t->spdy_window};
     sl_client_pf_cb cb = {.on_upgraded = on_upgraded, .on_conn_end = pf_conn_end, .on_end = pf_end};
     for (int i = 0; i < MAX_FORWARDS; i++)
         t->fwd[i].fd = -1;

@@ -33,6 +33,7 @@ typedef struct cli {
     sl_bufq out;
     lconn conn[MAXC];
     int nend, end_kind, npong;
+    int hold; /* 1 + index of a connection whose bytes are not consumed */
 } cli;
 
 static void c_data(void *arg, void *user, const uint8_t *data, size_t len)
@@ -41,7 +42,7 @@ static void c_data(void *arg, void *user, const uint8_t *data, size_t len)
     lconn *l = user;
     assert_false(l->ended);
     sl_bufq_append(&l->got, data, len);
-    if (l->k)
+    if (l->k && x->hold != l->idx + 1)
         sl_cpf_consumed(x->c, l->k, len);
 }
 
@@ -80,7 +81,7 @@ static const sl_cpf_callbacks CCB = {.on_data = c_data,
                                      .on_pong = c_pong,
                                      .on_end = c_end};
 
-static void cli_open(cli *x, sl_transport t)
+static void cli_open_window(cli *x, sl_transport t, uint32_t window)
 {
     memset(x, 0, sizeof(*x));
     sl_bufq_init(&x->out);
@@ -88,9 +89,14 @@ static void cli_open(cli *x, sl_transport t)
         x->conn[i].idx = i;
         sl_bufq_init(&x->conn[i].got);
     }
-    sl_cpf_params p = {.transport = t};
+    sl_cpf_params p = {.transport = t, .spdy_window = window};
     x->c = sl_cpf_new(&p, &CCB, x, &x->out);
     assert_non_null(x->c);
+}
+
+static void cli_open(cli *x, sl_transport t)
+{
+    cli_open_window(x, t, 0);
 }
 
 static void cli_close(cli *x)
@@ -443,6 +449,38 @@ static void test_spdy_window_per_connection(void **st)
     cli_close(&x);
 }
 
+/* The other direction: a client that announced its window is held back
+ * per stream by a server that enforces it (ours, via the session). */
+static void test_spdy_announced_window(void **st)
+{
+    (void)st;
+    cli x;
+    srv v;
+    cli_open_window(&x, SL_TRANSPORT_SPDY, 65536);
+    srv_open(&v, false);
+    open_conn(&x, 0, 80);
+    open_conn(&x, 1, 80);
+    to_server(&x, &v);
+    assert_true(sl_spdy_session_peer_flow_control(v.s)); /* it saw our SETTINGS */
+    to_client(&v, &x);
+    x.hold = 1; /* connection 0's local consumer stalls */
+    const size_t N = 1024 * 1024;
+    uint8_t *big = calloc(1, N);
+    sstream *d0 = stream_of(&v, "data", "0"), *d1 = stream_of(&v, "data", "1");
+    assert_int_equal(sl_spdy_stream_send(v.s, d0->id, big, N, false), SL_OK);
+    assert_int_equal(sl_spdy_stream_send(v.s, d1->id, big, N, false), SL_OK);
+    for (int round = 0; round < 100; round++) {
+        to_client(&v, &x);
+        to_server(&x, &v);
+    }
+    assert_int_equal(sl_bufq_len(&x.conn[1].got), N);
+    assert_int_equal(sl_bufq_len(&x.conn[0].got), 65536);
+    assert_int_equal(sl_spdy_stream_pending(v.s, d0->id), N - 65536);
+    free(big);
+    srv_close(&v);
+    cli_close(&x);
+}
+
 /* ---- legacy channels --------------------------------------------------------- */
 
 typedef struct lsrv {
@@ -571,9 +609,13 @@ static void test_legacy_unannounced_port(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_spdy_pairs),        cmocka_unit_test(test_tunnel_pairs),
-        cmocka_unit_test(test_spdy_session_lost), cmocka_unit_test(test_spdy_window_per_connection),
-        cmocka_unit_test(test_legacy_channels),   cmocka_unit_test(test_legacy_unannounced_port),
+        cmocka_unit_test(test_spdy_pairs),
+        cmocka_unit_test(test_tunnel_pairs),
+        cmocka_unit_test(test_spdy_session_lost),
+        cmocka_unit_test(test_spdy_window_per_connection),
+        cmocka_unit_test(test_spdy_announced_window),
+        cmocka_unit_test(test_legacy_channels),
+        cmocka_unit_test(test_legacy_unannounced_port),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
