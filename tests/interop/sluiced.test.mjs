@@ -39,11 +39,22 @@ describe('sluiced lifecycle over grpc-js', { skip }, () => {
   let sleeper; // running `sleep` in hostPod
   let finalCgroups = null;
 
+  let startError = null;
+  // A failing before() would only cancel the tests (not counted as failed):
+  // keep the error for the first test instead.
   before(async () => {
-    sd = await SluicedInstance.start({ label: 'life' });
+    sd = await SluicedInstance.start({ label: 'life' }).catch((e) => {
+      startError = e;
+      return null;
+    });
   });
   after(async () => {
     await sd?.destroy();
+  });
+
+  test('sluiced starts in temp dirs with the busybox image imported', () => {
+    if (startError) throw startError;
+    assert.ok(sd.endpoint.startsWith('unix://'));
   });
 
   test('Version: all four fields non-empty (cri-client rejects an empty one)', async () => {

@@ -101,8 +101,18 @@ describe('sluiced bad input', { skip }, () => {
   let ctr; // running
   let created; // created, never started
 
+  let startError = null;
+  // A failing before() would only cancel the tests (not counted as failed):
+  // the daemon starts here, the pod in the first test.
   before(async () => {
-    sd = await SluicedInstance.start({ label: 'bad' });
+    sd = await SluicedInstance.start({ label: 'bad' }).catch((e) => {
+      startError = e;
+      return null;
+    });
+  });
+
+  test('setup: a host-network pod with a running and a created container', async () => {
+    if (startError) throw startError;
     pod = await sd.runPod('target', { hostNetwork: true });
     ctr = await sd.runContainer(pod, 'sleeper', { command: ['sleep', '100000'] });
     created = await sd.createContainer(pod, 'idle', { command: ['true'] });

@@ -33,9 +33,14 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
   let podIp;
   const c = {}; // name → container id
 
+  let startError = null;
+  // A failing before() would only cancel the tests: the first test reports it.
   before(async () => {
     sd = await SluicedInstance.start({ label: 'rst',
-      cni: { bridge: 'slt-rst', subnet: '10.89.3.0/24' } });
+      cni: { bridge: 'slt-rst', subnet: '10.89.3.0/24' } }).catch((e) => {
+      startError = e;
+      return null;
+    });
   });
   after(async () => {
     terminateAll();
@@ -47,6 +52,7 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
     (await sd.rt.ListContainers({})).containers.map((x) => [x.id, x]));
 
   test('before: pods and containers in every state', async () => {
+    if (startError) throw startError;
     hostPod = await sd.runPod('keeper', { hostNetwork: true, labels: { app: 'keeper' } });
     cniPod = await sd.runPod('net', { labels: { app: 'net' } });
     podIp = (await sd.rt.PodSandboxStatus({ pod_sandbox_id: cniPod.id })).status.network.ip;

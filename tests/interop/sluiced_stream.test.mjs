@@ -79,9 +79,19 @@ describe('sluiced streaming with independent clients', { skip }, () => {
   let ttyCtr; // sh on a terminal: tty attach target
   const kids = new Set();
 
+  let startError = null;
+  // A failing before() would only cancel the tests (not counted as failed):
+  // the daemon starts here, the pods in the first test.
   before(async () => {
     sd = await SluicedInstance.start({ label: 'strm',
-      cni: { bridge: 'slt-strm', subnet: '10.89.2.0/24' } });
+      cni: { bridge: 'slt-strm', subnet: '10.89.2.0/24' } }).catch((e) => {
+      startError = e;
+      return null;
+    });
+  });
+
+  test('setup: a host-network pod (shell, cat, tty sh), a CNI pod with nc -ll -e cat', async () => {
+    if (startError) throw startError;
     hostPod = await sd.runPod('streams', { hostNetwork: true });
     cniPod = await sd.runPod('netpod');
     shell = await sd.runContainer(hostPod, 'shell', { command: ['sleep', '100000'] });
@@ -90,12 +100,13 @@ describe('sluiced streaming with independent clients', { skip }, () => {
     await sd.runContainer(cniPod, 'echo', {
       command: ['nc', '-ll', '-p', String(ECHO_PORT), '-e', 'cat'],
     });
-    // nc listens once its process runs: wait until it is in ps
+    // wait until nc listens
     const echoCtr = (await sd.rt.ListContainers({ filter: { pod_sandbox_id: cniPod.id } }))
       .containers[0].id;
     await until(async () => (await sd.execSync(echoCtr, ['netstat', '-ltn'])).stdout.toString()
       .includes(`:${ECHO_PORT}`), 'nc listening');
   });
+
   after(async () => {
     for (const k of kids) k.kill('SIGKILL');
     terminateAll();
