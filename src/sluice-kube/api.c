@@ -148,8 +148,8 @@ typedef struct pods_job {
 static json_t *namespace_json(const char *name)
 {
     return json_pack("{s:s, s:s, s:{s:s}, s:{s:[s]}, s:{s:s}}", "kind", "Namespace", "apiVersion",
-                     "v1", "metadata", "name", name, "spec", "finalizers", "kubernetes",
-                     "status", "phase", "Active");
+                     "v1", "metadata", "name", name, "spec", "finalizers", "kubernetes", "status",
+                     "phase", "Active");
 }
 
 /* The namespaces of the pods there are, and "default". */

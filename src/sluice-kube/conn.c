@@ -227,8 +227,8 @@ void sk_conn_done(sk_conn *c)
         return;
     }
     feed_pending(c);
-    if (c->state == KC_HEAD && !c->read_paused)
-        start_reading(c);
+    if (c->state == KC_HEAD)
+        sk_conn_pause(c, false); /* reads may have stopped while the request was answered */
 }
 
 /* HTTP/1.1 keeps the connection unless told otherwise; a request with a
@@ -327,15 +327,12 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     sk_conn *c = s->data;
     (void)buf;
-    if (n == UV_EOF && !c->tls) {
+    if (n == UV_EOF) {
         on_eof(c);
         return;
     }
     if (n < 0) {
-        if (n == UV_EOF)
-            on_eof(c);
-        else
-            sk_conn_close(c);
+        sk_conn_close(c);
         return;
     }
     if (n == 0)
