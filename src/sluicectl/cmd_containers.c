@@ -70,7 +70,7 @@ int cmd_create(ctl *c, int argc, char **argv)
     rc = CTL_EXIT_FAIL;
     if (req.config && req.sandbox_config &&
         (!pull || !req.config->image || pull_if_missing(c, req.config->image) == 0)) {
-        Runtime__V1__CreateContainerResponse *r = (void *)ctl_rt_call(
+        Runtime__V1__CreateContainerResponse *r = (void *)ctl_rt_call_slow(
             c, "CreateContainer", &req.base, &runtime__v1__create_container_response__descriptor);
         if (r) {
             puts(r->container_id);
@@ -96,8 +96,8 @@ static int start_one(ctl *c, const char *id, void *arg)
     (void)arg;
     Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
-    void *r = ctl_rt_call(c, "StartContainer", &req.base,
-                          &runtime__v1__start_container_response__descriptor);
+    void *r = ctl_rt_call_slow(c, "StartContainer", &req.base,
+                               &runtime__v1__start_container_response__descriptor);
     if (!r)
         return -1;
     ctl_free_msg(r);
@@ -146,7 +146,7 @@ static int stop_ctr(ctl *c, const char *id, uint64_t grace)
     /* The call lasts as long as the grace period, plus the usual timeout. */
     int st = ctl_call_raw(c, false, "StopContainer", &req.base,
                           &runtime__v1__stop_container_response__descriptor, &r,
-                          c->timeout_ms + (uint32_t)grace * 1000u, &e);
+                          CTL_SLOW_TIMEOUT_MS + c->timeout_ms + (uint32_t)grace * 1000u, &e);
     if (st == -2)
         return -1;
     if (st != SL_CRI_OK) {
@@ -208,8 +208,8 @@ static int rm_one(ctl *c, const char *id, void *arg)
         return -1;
     Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
-    void *r = ctl_rt_call(c, "RemoveContainer", &req.base,
-                          &runtime__v1__remove_container_response__descriptor);
+    void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
+                               &runtime__v1__remove_container_response__descriptor);
     if (!r)
         return -1;
     ctl_free_msg(r);

@@ -42,7 +42,7 @@ int cmd_runp(ctl *c, int argc, char **argv)
     req.runtime_handler = (char *)handler;
     rc = CTL_EXIT_FAIL;
     if (req.config) {
-        Runtime__V1__RunPodSandboxResponse *r = (void *)ctl_rt_call(
+        Runtime__V1__RunPodSandboxResponse *r = (void *)ctl_rt_call_slow(
             c, "RunPodSandbox", &req.base, &runtime__v1__run_pod_sandbox_response__descriptor);
         if (r) {
             puts(r->pod_sandbox_id);
@@ -63,14 +63,29 @@ static const char stopp_help[] = "Usage: sluicectl stopp POD-ID...\n"
                                  "\n"
                                  "  -h, --help   this help\n";
 
+static int pod_call(ctl *c, const char *method, const ProtobufCMessage *req,
+                    const ProtobufCMessageDescriptor *d)
+{
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    uint32_t tmo = c->timeout_ms > CTL_SLOW_TIMEOUT_MS ? c->timeout_ms : CTL_SLOW_TIMEOUT_MS;
+    int st = ctl_call_raw(c, false, method, req, d, &r, tmo, &e);
+    if (st == -2)
+        return -1;
+    if (st != SL_CRI_OK) {
+        ctl_print_call_err(c, method, &e);
+        return -1;
+    }
+    ctl_free_msg(r);
+    return 0;
+}
+
 static int stop_pod(ctl *c, const char *id)
 {
     Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
-    void *r = ctl_rt_call(c, "StopPodSandbox", &req.base,
-                          &runtime__v1__stop_pod_sandbox_response__descriptor);
-    ctl_free_msg(r);
-    return r ? 0 : -1;
+    return pod_call(c, "StopPodSandbox", &req.base,
+                    &runtime__v1__stop_pod_sandbox_response__descriptor);
 }
 
 static int stopp_one(ctl *c, const char *id, void *arg)
@@ -123,11 +138,9 @@ static int rmp_one(ctl *c, const char *id, void *arg)
         return -1;
     Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
-    void *r = ctl_rt_call(c, "RemovePodSandbox", &req.base,
-                          &runtime__v1__remove_pod_sandbox_response__descriptor);
-    if (!r)
+    if (pod_call(c, "RemovePodSandbox", &req.base,
+                 &runtime__v1__remove_pod_sandbox_response__descriptor) < 0)
         return -1;
-    ctl_free_msg(r);
     printf("Removed sandbox %s\n", id);
     return 0;
 }

@@ -18,6 +18,8 @@
 #define CTL_DEFAULT_CONFIG "/etc/sluicectl.yaml"
 #define CTL_DEFAULT_IMPORT_DIR "/var/lib/sluice/import"
 #define CTL_DEFAULT_TIMEOUT_MS 2000u
+/* Calls that start or stop pods and containers do real work: at least this. */
+#define CTL_SLOW_TIMEOUT_MS 60000u
 /* Largest config file (sluicectl.yaml) and pod/container config read. */
 #define CTL_MAX_CONFIG_FILE (1024u * 1024)
 /* Bytes of an ID shown in tables without --no-trunc (crictl's). */
@@ -93,6 +95,9 @@ ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage
                               const ProtobufCMessageDescriptor *resp_desc);
 ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,
                                const ProtobufCMessageDescriptor *resp_desc);
+/* ctl_rt_call with a deadline of at least CTL_SLOW_TIMEOUT_MS. */
+ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMessage *req,
+                                   const ProtobufCMessageDescriptor *resp_desc);
 /* The same with an explicit timeout and the raw error (not printed). */
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,

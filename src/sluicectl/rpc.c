@@ -140,12 +140,13 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
     return rc;
 }
 
-static ProtobufCMessage *call(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *d)
+static ProtobufCMessage *call_tmo(ctl *c, bool image, const char *method,
+                                  const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d,
+                                  uint32_t tmo)
 {
     ProtobufCMessage *resp;
     sl_cri_err e;
-    int rc = ctl_call_raw(c, image, method, req, d, &resp, c->timeout_ms, &e);
+    int rc = ctl_call_raw(c, image, method, req, d, &resp, tmo, &e);
     if (rc == -2)
         return NULL;
     if (rc != SL_CRI_OK)
@@ -153,10 +154,23 @@ static ProtobufCMessage *call(ctl *c, bool image, const char *method, const Prot
     return resp;
 }
 
+static ProtobufCMessage *call(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
+                              const ProtobufCMessageDescriptor *d)
+{
+    return call_tmo(c, image, method, req, d, c->timeout_ms);
+}
+
 ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage *req,
                               const ProtobufCMessageDescriptor *d)
 {
     return call(c, false, method, req, d);
+}
+
+ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMessage *req,
+                                   const ProtobufCMessageDescriptor *d)
+{
+    uint32_t tmo = c->timeout_ms > CTL_SLOW_TIMEOUT_MS ? c->timeout_ms : CTL_SLOW_TIMEOUT_MS;
+    return call_tmo(c, false, method, req, d, tmo);
 }
 
 ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,

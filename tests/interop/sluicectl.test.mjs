@@ -631,13 +631,17 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
       log_directory: path.join(dir, 'logs'),
       linux: { security_context: { namespace_options: { network: 'NODE', pid: 'CONTAINER' } } },
     }));
-    pod = (await run(['runp', podFile])).stdout.trim();
-    assert.match(pod, /^[0-9a-f]{64}$/);
+    const rp = await run(['runp', podFile]);
+    assert.equal(rp.code, 0, rp.stderr);
+    pod = rp.stdout.trim();
     mk = async (name, cfg) => {
       const f = path.join(dir, `${name}.json`);
       fs.writeFileSync(f, JSON.stringify({ metadata: { name }, image: { image: BUSYBOX_IMAGE }, log_path: `${name}.log`, ...cfg }));
-      const id = (await run(['create', pod, f, podFile])).stdout.trim();
-      assert.equal((await run(['start', id])).code, 0);
+      const cr = await run(['create', pod, f, podFile]);
+      assert.equal(cr.code, 0, cr.stderr);
+      const id = cr.stdout.trim();
+      const st = await run(['start', id]);
+      assert.equal(st.code, 0, st.stderr);
       return id;
     };
     sleeper = await mk('sleeper', { command: ['sleep', '3600'] });
