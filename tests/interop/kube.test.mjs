@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -273,8 +274,8 @@ describe('kubectl through sluice-kube on sluiced', { skip, timeout: SUITE_TIMEOU
         assert.match(r.stderr, /container nope is not valid for pod web/);
         r = await kc(['-n', NS, 'logs', 'web', '-c', 'nope']);
         assert.match(r.stderr, /container nope is not valid for pod web/); // kubectl checks it itself
-        r = await kc(['-n', NS, 'logs', 'nosuch']);
-        assert.match(r.stderr, /Error from server \(NotFound\): pods "nosuch" not found/);
+        r = await kc(['-n', NS, 'logs', 'nosuch']); // kubectl adds 'in namespace "…"' itself
+        assert.match(r.stderr, /error from server \(NotFound\): pods "nosuch" not found/i);
         r = await kc(['-n', NS, 'port-forward', 'pod/nosuch', '1234']);
         assert.match(r.stderr, /pods "nosuch" not found/);
         r = await kc(['-n', NS, 'exec', 'web', '--', '/no/such/binary']);
@@ -324,6 +325,28 @@ describe('kubectl through sluice-kube on sluiced', { skip, timeout: SUITE_TIMEOU
     r = await kf.request('/apis/apps/v1/deployments');
     assert.equal(r.status, 404);
     assert.equal(JSON.parse(r.body).code, 404);
+    // A CRI error, mapped as the kubelet maps it: the ticker has exited.
+    r = await kf.request(`/api/v1/namespaces/${NS}/pods/ticker-websocket/exec?command=true&stdout=true`,
+      { method: 'POST', headers: { connection: 'Upgrade', upgrade: 'SPDY/3.1',
+        'x-stream-protocol-version': 'v4.channel.k8s.io' } });
+    assert.ok([404, 500].includes(r.status), `${r.status} ${r.body}`);
+    assert.match(JSON.parse(r.body).message, /^rpc error: code = \w+ desc = /);
+  });
+
+  test('raw garbage and an over-long head get 400/431; the front keeps serving', async () => {
+    const kf = fronts.spdy;
+    const send = (bytes) => new Promise((resolve) => {
+      const s = net.connect(kf.port, '127.0.0.1', () => s.end(bytes));
+      let got = '';
+      s.on('data', (d) => { got += d; });
+      s.on('close', () => resolve(got));
+      s.on('error', () => resolve(got));
+    });
+    assert.match(await send('GARBAGE\r\n\r\n'), /^HTTP\/1\.1 400 /);
+    assert.match(await send(`GET /api HTTP/1.1\r\nX: ${'a'.repeat(70000)}\r\n\r\n`),
+      /^HTTP\/1\.1 (400|431) /);
+    const r = await kf.kubectl(['get', 'pods', '-n', NS]);
+    assert.equal(r.code, 0, r.stderr);
   });
 
   test('both fronts exit 0 on SIGTERM', async () => {
