@@ -189,6 +189,10 @@ static char *pick(ctl *c, const char *kind, const char *lister, const char *ref,
                   size_t n)
 {
     size_t hits = 0, hit = 0, rl = strlen(ref);
+    if (rl == 0) {
+        ctl_err(c, "an empty %s ID names nothing (`sluicectl %s` lists them)", kind, lister);
+        return NULL;
+    }
     for (size_t i = 0; i < n; i++)
         if (!strcmp(v[i].id, ref))
             return strdup(v[i].id);
@@ -207,8 +211,8 @@ static char *pick(ctl *c, const char *kind, const char *lister, const char *ref,
                 "lists them)",
                 kind, ref, kind, lister);
     else
-        ctl_err(c, "\"%s\" matches %zu %ss: give more of the ID (`sluicectl %s`)", ref, hits, kind,
-                lister);
+        ctl_err(c, "\"%s\" matches %zu of them (%s): give more of the ID (`sluicectl %s`)", ref,
+                hits, kind, lister);
     return NULL;
 }
 

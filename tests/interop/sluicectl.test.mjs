@@ -281,6 +281,9 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     r = await run(['rm', victim, talker]);
     assert.equal(r.code, 0, r.stderr);
     assert.equal((await run(['ps', '-a', '-q', '--name', 'victim|talker'])).stdout, '');
+    r = await run(['inspect', '']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /an empty container ID names nothing/);
     r = await run(['rm', 'no-such-ctr']);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /container "no-such-ctr" not found: .*`sluicectl ps -a`/);
@@ -572,9 +575,11 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     fs.writeFileSync(other, JSON.stringify({ metadata: { name: 'ctl-pod2', uid: 'u2', namespace: 'ctl-ns' },
       log_directory: path.join(dir, 'logs2'),
       linux: { security_context: { namespace_options: { network: 'NODE' } } } }));
-    const p2 = (await run(['runp', other])).stdout.trim();
+    let r = await run(['runp', other]);
+    assert.equal(r.code, 0, `${r.stderr}\n${sd.describe()}`);
+    const p2 = r.stdout.trim();
     sd.podIds.add(p2);
-    let r = await run(['stopp', p2]);
+    r = await run(['stopp', p2]);
     assert.equal(r.stdout, `Stopped sandbox ${p2}\n`);
     r = await run(['pods', '-q', '-s', 'notready']);
     assert.equal(r.stdout, `${p2}\n`);
