@@ -1,0 +1,308 @@
+/* Scale workloads: many concurrent `sleep` exec sessions (completion time,
+ * server memory and fds per session), and attach fan-out (10 clients on a
+ * container writing at full speed, one of them stalled). */
+#include "bench.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SAMPLE_MS 200       /* memory sampling period */
+#define CONC_GRACE_S 120.0  /* beyond the sleep, for all sessions to end */
+#define ATTACH_WARMUP_S 0.5 /* after every client is upgraded */
+#define LOG_TICK_MS 100     /* log truncation period */
+#define UPGRADE_TIMEOUT_S 30.0
+
+static bn_rt *nth(bn_ctx *c, int run, int i)
+{
+    return &c->rt[(run + i) % c->nrt];
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+}
+
+/* ---- 6. concurrent sleep sessions ---- */
+
+typedef struct conc {
+    bn_rt *rt;
+    bn_exec *x;
+    int n, started, ended, ok, live, max_live;
+    double t_last;
+    bn_mem peak;
+    char first_err[256];
+} conc;
+
+static void conc_done(bn_exec *x, void *arg)
+{
+    conc *s = arg;
+    s->ended++;
+    if (!x->failed && x->exit_code == 0) {
+        s->ok++;
+        s->t_last = x->t_end;
+    } else if (!s->first_err[0]) {
+        snprintf(s->first_err, sizeof(s->first_err), "exit %d: %.200s", x->exit_code, x->err);
+    }
+}
+
+/* Keeps the server's memory at the moment most sessions were live. */
+static void conc_sample(uv_timer_t *t)
+{
+    conc *s = t->data;
+    int live = 0;
+    for (int i = 0; i < s->started; i++)
+        live += s->x[i].t_upgraded > 0 && !s->x[i].done;
+    if (live >= s->max_live && live > 0) {
+        s->max_live = live;
+        bn_mem_snap(s->rt, &s->peak);
+    }
+}
+
+static void conc_start_all(conc *s, const char *secs, int devnull)
+{
+    const char *cmd[] = {"sleep", secs};
+    for (int i = 0; i < s->n; i++) {
+        char *url = NULL;
+        s->x[i].on_done = conc_done;
+        s->x[i].arg = s;
+        if (bn_exec_url(s->rt, cmd, 2, false, true, true, &url) < 0) {
+            s->ended++;
+            continue;
+        }
+        bn_exec_start(&s->x[i], url, SL_TRANSPORT_SPDY, -1, devnull, devnull);
+        s->started = i + 1;
+        free(url);
+        uv_run(bn_loop(), UV_RUN_NOWAIT);
+    }
+}
+
+static void conc_side(bn_ctx *c, bn_rt *rt, int n)
+{
+    conc s = {.rt = rt, .n = n, .x = calloc((size_t)n, sizeof(bn_exec))};
+    char secs[16], wl[32];
+    snprintf(secs, sizeof(secs), "%d", c->o.conc_sleep_s);
+    snprintf(wl, sizeof(wl), "conc%d", n);
+    bn_mem base;
+    bn_mem_snap(rt, &base);
+    uv_timer_t t;
+    uv_timer_init(bn_loop(), &t);
+    t.data = &s;
+    uv_timer_start(&t, conc_sample, SAMPLE_MS, SAMPLE_MS);
+    double t0 = bn_now();
+    conc_start_all(&s, secs, c->devnull);
+    double end = bn_now() + c->o.conc_sleep_s + CONC_GRACE_S;
+    while (s.ended < n && bn_now() < end)
+        bn_run_for(0.05);
+    uv_close((uv_handle_t *)&t, NULL);
+    for (int i = 0; i < s.started; i++)
+        bn_exec_free(&s.x[i]);
+    bn_run_for(0.2);
+    free(s.x);
+    bn_add(wl, "ok", rt->name, s.ok);
+    bn_add(wl, "failed", rt->name, n - s.ok);
+    if (s.first_err[0] || s.ended < n)
+        bn_info(wl, rt->name, "%d of %d failed; first: %s", n - s.ok, n,
+                s.first_err[0] ? s.first_err : "no end in time");
+    if (s.ok == n)
+        bn_add(wl, "complete_s", rt->name, s.t_last - t0);
+    if (s.max_live > 0) {
+        bn_add(wl, "live_peak", rt->name, s.max_live);
+        bn_add(wl, "rss_kib_per_session", rt->name, (s.peak.rss_kib - base.rss_kib) / s.max_live);
+        bn_add(wl, "fds_per_session", rt->name, (double)(s.peak.fds - base.fds) / s.max_live);
+        bn_add(wl, "runc_rss_kib_per_session", rt->name,
+               (s.peak.child_rss_kib - base.child_rss_kib) / s.max_live);
+    }
+}
+
+void bn_wl_conc(bn_ctx *c, int run, int n)
+{
+    for (int i = 0; i < c->nrt; i++)
+        conc_side(c, nth(c, run, i), n);
+}
+
+/* ---- 7. attach fan-out ---- */
+
+typedef struct logmeter {
+    char path[512];
+    double acc; /* bytes since the last mark */
+    uv_timer_t t;
+} logmeter;
+
+/* Counts the log's growth and truncates it, so a full-speed writer does
+ * not fill the disk (both runtimes open it O_APPEND). */
+static void log_take(logmeter *l)
+{
+    struct stat st;
+    if (stat(l->path, &st) == 0 && st.st_size > 0) {
+        l->acc += (double)st.st_size;
+        truncate(l->path, 0);
+    }
+}
+
+static void log_tick(uv_timer_t *t)
+{
+    log_take(t->data);
+}
+
+typedef struct fan {
+    bn_exec x[BN_MAX_ATTACH];
+    bn_reader r[BN_MAX_ATTACH];
+    int wfd[BN_MAX_ATTACH];
+    int n;
+    bool stalled; /* client 0 is never read */
+    uint64_t mark[BN_MAX_ATTACH];
+} fan;
+
+static int fan_open(bn_rt *rt, const char *ctr, fan *f, int n, bool stall)
+{
+    memset(f, 0, sizeof(*f));
+    f->stalled = stall;
+    for (; f->n < n; f->n++) {
+        int i = f->n, p[2];
+        char *url = NULL;
+        if (bn_attach_url(rt, ctr, &url) < 0 || bn_pipe(p) < 0)
+            return -1;
+        f->wfd[i] = p[1];
+        f->r[i].fd = -1;
+        if (stall && i == 0)
+            f->r[i].fd = p[0]; /* never read; closed at the end */
+        else if (bn_reader_start(&f->r[i], p[0], 0) < 0)
+            return -1;
+        bn_exec_start(&f->x[i], url, SL_TRANSPORT_SPDY, -1, p[1], p[1]);
+        free(url);
+    }
+    double end = bn_now() + UPGRADE_TIMEOUT_S;
+    for (int i = 0; i < n; i++)
+        while (!f->x[i].t_upgraded && !f->x[i].done && bn_now() < end)
+            bn_run_for(0.01);
+    for (int i = 0; i < n; i++)
+        if (!f->x[i].t_upgraded) {
+            bn_error("%s: attach client %d: %s", rt->name, i, f->x[i].err);
+            return -1;
+        }
+    return 0;
+}
+
+static void fan_close(fan *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        bn_exec_free(&f->x[i]);
+        close(f->wfd[i]);
+    }
+    bn_run_for(0.1);
+    for (int i = 0; i < f->n; i++) {
+        if (f->stalled && i == 0)
+            close(f->r[i].fd);
+        else
+            bn_reader_join(&f->r[i]);
+    }
+}
+
+/* Client rates over one window: the median of the reading clients. */
+static double fan_window(fan *f, logmeter *lm, double w, double *log_rate)
+{
+    for (int i = 0; i < f->n; i++)
+        f->mark[i] = f->r[i].bytes;
+    log_take(lm);
+    lm->acc = 0;
+    bn_run_for(w);
+    log_take(lm);
+    *log_rate = lm->acc / BN_MIB / w;
+    double rates[BN_MAX_ATTACH];
+    int k = 0;
+    for (int i = f->stalled ? 1 : 0; i < f->n; i++)
+        rates[k++] = (double)(f->r[i].bytes - f->mark[i]) / BN_MIB / w;
+    return median(rates, k);
+}
+
+/* Reading clients the server dropped, and the first reason. */
+static int fan_dropped(const fan *f, char *why, size_t len)
+{
+    int n = 0;
+    why[0] = '\0';
+    for (int i = f->stalled ? 1 : 0; i < f->n; i++) {
+        if (!f->x[i].done)
+            continue;
+        if (!n++)
+            snprintf(why, len, "%.200s", f->x[i].err);
+    }
+    return n;
+}
+
+static void attach_phases(bn_ctx *c, bn_rt *rt, const char *ctr, logmeter *lm)
+{
+    double w = c->o.attach_window_s, log_none, log_all, log_st;
+    fan *f = calloc(1, sizeof(*f));
+    if (!f)
+        return;
+    bn_run_for(ATTACH_WARMUP_S);
+    fan_window(f, lm, w, &log_none);
+    bn_add("attach", "log_mibps_alone", rt->name, log_none);
+    if (fan_open(rt, ctr, f, c->o.attach_clients, false) == 0) {
+        bn_run_for(ATTACH_WARMUP_S);
+        double all = fan_window(f, lm, w, &log_all);
+        char why[256];
+        int drop_all = fan_dropped(f, why, sizeof(why));
+        bn_add("attach", "dropped_all", rt->name, drop_all);
+        if (drop_all)
+            bn_info("attach", rt->name, "all reading: %d of %d dropped (%s)", drop_all, f->n, why);
+        fan_close(f);
+        if (fan_open(rt, ctr, f, c->o.attach_clients, true) == 0) {
+            bn_run_for(ATTACH_WARMUP_S);
+            double st = fan_window(f, lm, w, &log_st);
+            bn_add("attach", "client_mibps_all", rt->name, all);
+            bn_add("attach", "client_mibps_stalled", rt->name, st);
+            bn_add("attach", "log_mibps_all", rt->name, log_all);
+            bn_add("attach", "log_mibps_stalled", rt->name, log_st);
+            if (all > 0)
+                bn_add("attach", "clients_kept_pct", rt->name, 100.0 * st / all);
+            if (log_all > 0)
+                bn_add("attach", "log_kept_pct", rt->name, 100.0 * log_st / log_all);
+            int drop = fan_dropped(f, why, sizeof(why));
+            bn_add("attach", "dropped_stalled", rt->name, drop);
+            bn_info("attach", rt->name,
+                    "one stalled: %d of %d reading clients dropped%s%s; "
+                    "the stalled one: %.200s",
+                    drop, f->n - 1, drop ? " " : "", why,
+                    f->x[0].done ? f->x[0].err : "still connected");
+        }
+    }
+    fan_close(f);
+    free(f);
+}
+
+void bn_wl_attach(bn_ctx *c, int run)
+{
+    for (int i = 0; i < c->nrt; i++) {
+        bn_rt *rt = nth(c, run, i);
+        char name[32], *id = NULL;
+        snprintf(name, sizeof(name), "att-%d", run);
+        const char *argv[] = {"sh", "-c", "exec yes \"$(printf %01000d 0)\""};
+        if (bn_ctr_start(rt, name, argv, 3, &id) < 0)
+            continue;
+        logmeter *lm = calloc(1, sizeof(*lm));
+        bn_ctr_log_path(rt, name, lm->path, sizeof(lm->path));
+        uv_timer_init(bn_loop(), &lm->t);
+        lm->t.data = lm;
+        uv_timer_start(&lm->t, log_tick, LOG_TICK_MS, LOG_TICK_MS);
+        attach_phases(c, rt, id, lm);
+        bn_ctr_remove(rt, id);
+        uv_close((uv_handle_t *)&lm->t, NULL);
+        uv_run(bn_loop(), UV_RUN_NOWAIT);
+        unlink(lm->path);
+        free(lm);
+        free(id);
+    }
+}
