@@ -39,7 +39,8 @@ async function makePods(sd, httpPort) {
   pods.web = await runPodRetry(sd, 'web', { hostNetwork: true, labels: { app: 'web' } });
   await sd.runContainer(pods.web, 'c', {
     command: ['sh', '-c',
-      `echo hello; echo oops >&2; head -c 40000 /dev/zero | tr '\\0' a; echo; ` +
+      // (sleeps: stdout and stderr are two pipes; keep the log's order known)
+      `echo hello; sleep 0.2; echo oops >&2; sleep 0.2; head -c 40000 /dev/zero | tr '\\0' a; echo; ` +
       `head -c ${BLOB} /dev/urandom > /tmp/blob; head -c 1048583 /dev/urandom > /tmp/small; ` +
       `touch /tmp/ready; exec httpd -f -p 127.0.0.1:${httpPort} -h /tmp`],
   });
