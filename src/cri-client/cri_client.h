@@ -7,7 +7,10 @@
  * Errors never leave the caller with a bare "EOF": every failure fills an
  * sl_cri_err with a gRPC status code and one line saying what happened.
  * Transport failures use UNAVAILABLE (cannot connect, connection lost) or
- * DEADLINE_EXCEEDED, with err->local set, as grpc-go reports them. */
+ * DEADLINE_EXCEEDED, with err->local set, as grpc-go reports them.
+ *
+ * No globals: distinct clients may be used from distinct threads at once;
+ * one client is used by one thread at a time. Writes use MSG_NOSIGNAL. */
 #ifndef SL_CRI_CLIENT_H
 #define SL_CRI_CLIENT_H
 
