@@ -571,23 +571,17 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
   });
 
   test('stopp, rmp (-f), and nothing is left', async () => {
-    const other = path.join(dir, 'pod2.json');
-    fs.writeFileSync(other, JSON.stringify({ metadata: { name: 'ctl-pod2', uid: 'u2', namespace: 'ctl-ns' },
-      log_directory: path.join(dir, 'logs2'),
-      linux: { security_context: { namespace_options: { network: 'NODE' } } } }));
-    let r = await run(['runp', other]);
-    assert.equal(r.code, 0, `${r.stderr}\n${sd.describe()}`);
-    const p2 = r.stdout.trim();
-    sd.podIds.add(p2);
-    r = await run(['stopp', p2]);
-    assert.equal(r.stdout, `Stopped sandbox ${p2}\n`);
+    let r = await run(['stopp', 'ctl-pod']);
+    assert.equal(r.stdout, `Stopped sandbox ${pod}\n`);
     r = await run(['pods', '-q', '-s', 'notready']);
-    assert.equal(r.stdout, `${p2}\n`);
-    r = await run(['rmp', p2]);
-    assert.equal(r.stdout, `Removed sandbox ${p2}\n`);
+    assert.equal(r.stdout, `${pod}\n`);
+    assert.equal((await run(['ps', '-q'])).stdout, '', 'no container runs in a stopped pod');
     r = await run(['rmp', '-f', pod]);
-    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, `Removed sandbox ${pod}\n`);
     assert.equal((await run(['pods', '-q'])).stdout, '');
+    r = await run(['rmp', 'ctl-pod']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /pod sandbox "ctl-pod" not found/);
     await sd.stop();
     sd = null;
   });
