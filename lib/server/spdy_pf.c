@@ -367,25 +367,33 @@ static void tunnel_close(void *arg, uint16_t code)
 
 static const sl_ws_callbacks tunnel_callbacks = {.on_msg = tunnel_msg, .on_close = tunnel_close};
 
+static void resume_pairs(spdy_pf *x)
+{
+    for (pf_pair *p = x->pairs; p; p = p->next)
+        if (p->pf && !p->finished)
+            sl_pf_drained(p->pf);
+}
+
 static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     spdy_pf *x = s;
     if (!x->ws) {
         sl_spdy_pipe_recv(&x->pipe, data, len);
-        return;
+    } else {
+        if (sl_ws_conn_recv(x->ws, data, len) < 0)
+            sl_conn_finish(x->c);
+        sl_spdy_pipe_pump(&x->pipe);
     }
-    if (sl_ws_conn_recv(x->ws, data, len) < 0)
-        sl_conn_finish(x->c);
-    sl_spdy_pipe_pump(&x->pipe);
+    /* A WINDOW_UPDATE may have let a stream's queued data leave. */
+    if (!x->gone)
+        resume_pairs(x);
 }
 
 static void p_drained(void *s)
 {
     spdy_pf *x = s;
     pump(x);
-    for (pf_pair *p = x->pairs; p; p = p->next)
-        if (p->pf && !p->finished)
-            sl_pf_drained(p->pf);
+    resume_pairs(x);
 }
 
 static void maybe_free_session(spdy_pf *x)

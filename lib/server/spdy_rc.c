@@ -268,6 +268,9 @@ static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     spdy_rc *x = s;
     sl_spdy_pipe_recv(&x->pipe, data, len);
+    /* A WINDOW_UPDATE may have let queued output leave: read again. */
+    if (x->started && !x->gone && !x->finishing)
+        sl_rc_output_drained(x->rc);
     try_finish(x);
 }
 

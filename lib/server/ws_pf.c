@@ -74,15 +74,21 @@ static void t_pause(void *t, bool pause)
     sl_conn_pause_read(s->owner->c, pause);
 }
 
+static void t_done(void *t, const char *err);
+
+/* A channel cannot be half-closed: the pod's EOF ends the connection, as
+ * the kubelet's PortForward returning does. */
 static void t_eof(void *t)
 {
-    (void)t; /* a channel cannot be half-closed here; done follows */
+    t_done(t, NULL);
 }
 
 static void t_done(void *t, const char *err)
 {
     pf_slot *s = t;
     ws_pf *w = s->owner;
+    if (s->done)
+        return;
     s->done = true;
     w->ndone++;
     if (err && !w->ending) {

@@ -456,7 +456,7 @@ describe('SPDY flow control announced by the client (server glue bug)', () => {
     return res;
   }
 
-  test('exec: 8 MiB through cat', { todo: 'lib/server/spdy_rc.c: resume after WINDOW_UPDATE' },
+  test('exec: 8 MiB through cat',
     async () => {
       const url = await fx.h.execUrl({ cmd: ['cat'], stdin: 1, stdout: 1 });
       let n = 0;
@@ -475,7 +475,7 @@ describe('SPDY flow control announced by the client (server glue bug)', () => {
       assert.equal(n, 8 * MiB);
     });
 
-  test('port-forward: 8 MiB from a source', { todo: 'lib/server/spdy_pf.c: resume after WINDOW_UPDATE' },
+  test('port-forward: 8 MiB from a source',
     async () => {
       const block = randomBytes(64 * 1024);
       const source = await serve(sourceHandler(8 * MiB, block));

@@ -37,23 +37,34 @@ struct sl_monc {
 
 /* ---- start ---- */
 
-/* Reads what the starter prints until it exits or the timeout passes. */
-static size_t read_all(int fd, char *buf, size_t cap, int timeout_ms)
+/* Reads what the starter prints until it closes its output (returns
+ * true) or the timeout passes (false). */
+static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
 {
     size_t got = 0;
+    bool eof = false;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    while (got + 1 < cap && poll(&p, 1, timeout_ms) > 0) {
+    for (;;) {
+        if (got + 1 >= cap)
+            break;
+        int r = poll(&p, 1, timeout_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
         ssize_t n = read(fd, buf + got, cap - 1 - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            eof = n == 0;
             break;
+        }
         got += (size_t)n;
     }
     buf[got] = '\0';
     while (got > 0 && buf[got - 1] == '\n')
         buf[--got] = '\0';
-    return got;
+    return eof;
 }
 
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
@@ -77,10 +88,14 @@ int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
         return sl_error_set(e, errno, "fork");
     }
     char text[SL_SYS_ERROR_MAX];
-    read_all(out[0], text, sizeof(text), SL_MONC_START_TIMEOUT_MS);
+    bool eof = read_all(out[0], text, sizeof(text), SL_MONC_START_TIMEOUT_MS);
     close(out[0]);
     int status = 0;
-    if (waitpid(starter, &status, WNOHANG) == 0) {
+    pid_t w;
+    /* After EOF the starter is exiting: wait for it; otherwise it hangs. */
+    while ((w = waitpid(starter, &status, eof ? 0 : WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (w == 0) {
         kill(starter, SIGKILL);
         waitpid(starter, &status, 0);
         return sl_error_set(e, 0, "pod monitor did not start within %d ms",

@@ -1,4 +1,5 @@
 /* ContainerStatus and ListContainers. */
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,7 +49,27 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
     st.log_path = (char *)sl_rec_str(c->rec, "log_path");
     Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
     resp.status = &st;
+    /* verbose: {"info": {"pid", "config": {tty, stdin, stdin_once}}}, the
+     * shape containerd gives, which the kube front reads tty from. */
+    char *info_text = NULL;
+    Runtime__V1__ContainerStatusResponse__InfoEntry entry =
+        RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INFO_ENTRY__INIT;
+    Runtime__V1__ContainerStatusResponse__InfoEntry *entries[] = {&entry};
+    if (req->verbose) {
+        json_t *j = json_pack("{s:I, s:{s:b, s:b, s:b}}", "pid", (json_int_t)live.pid, "config",
+                              "tty", c->config->tty, "stdin", c->config->stdin, "stdin_once",
+                              c->config->stdin_once);
+        info_text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (info_text) {
+            entry.key = "info";
+            entry.value = info_text;
+            resp.n_info = 1;
+            resp.info = entries;
+        }
+    }
     sl_grpc_call_reply(call, &resp.base);
+    free(info_text);
 }
 
 static bool ctr_matches(const sl_ctr *c, int state, const Runtime__V1__ContainerFilter *f)

@@ -1,5 +1,6 @@
 /* RuntimeService pod sandbox calls. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,10 @@ static void unwind(sl_rt *rt, const char *id, const char *run_dir, const char *n
                    const Runtime__V1__PodSandboxConfig *c, const char *cni_result)
 {
     sl_error e;
+    SL_AUTOFREE char *pidfile = run_dir ? sl_path_join(run_dir, "mon.pid") : NULL;
+    SL_AUTOFREE char *pidtext = NULL;
+    if (pidfile && sl_read_file(pidfile, 64, &pidtext, NULL, &e) == 0 && atoi(pidtext) > 1)
+        kill(atoi(pidtext), SIGKILL); /* a monitor whose start we gave up on */
     if (cni_result) {
         SL_AUTOFREE char *netns = sl_pod_ns_path(ns_dir, "net");
         sl_cni_opts o;
