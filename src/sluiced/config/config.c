@@ -73,6 +73,8 @@ static const key keys[] = {
     {"image-dir", K_ABSPATH, F(image_dir), 0, 0, "DIR", "image store"},
     {"import-dir", K_ABSPATH, F(import_dir), 0, 0, "DIR",
      "where PullImage finds image archives to import"},
+    {"import", K_ABSPATH, F(import_file), 0, 0, "FILE",
+     "an OCI-layout or docker-archive tarball to import at start"},
     {"cni-conf-dir", K_ABSPATH, F(cni_conf_dir), 0, 0, "DIR", "CNI network configuration files"},
     {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR[:DIR]",
      "CNI plugin binaries, searched in order"},

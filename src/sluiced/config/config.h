@@ -50,8 +50,9 @@ typedef struct sl_config {
     /* directories and programs */
     const char *state_dir;
     const char *run_dir;
-    const char *image_dir;  /* NULL until sl_config_finish: STATE-DIR/images */
-    const char *import_dir; /* NULL until sl_config_finish: STATE-DIR/import */
+    const char *image_dir;   /* NULL until sl_config_finish: STATE-DIR/images */
+    const char *import_dir;  /* NULL until sl_config_finish: STATE-DIR/import */
+    const char *import_file; /* --import FILE, or NULL */
     const char *cni_conf_dir;
     const char *cni_bin_dir;
     const char *runtime_path;

@@ -86,6 +86,8 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     sl_error ie;
     if (cfg->import_dir && sl_mkdir_p(cfg->import_dir, 0755, &ie) == 0)
         sl_image_store_import_dir(rt->images, cfg->import_dir, NULL, NULL, &ie);
+    if (cfg->import_file && sl_image_store_import(rt->images, cfg->import_file, NULL, NULL, e) < 0)
+        return sl_error_wrap(e, "import %s", cfg->import_file);
     sl_error le;
     if (sl_model_load(&rt->model, cfg->state_dir, &le) < 0)
         fprintf(stderr, "sluiced: some state could not be read: %s\n", le.msg);
