@@ -99,10 +99,11 @@ typedef struct bn_cpu {
     uint64_t ticks[BN_MAX_PIDS]; /* utime + stime */
 } bn_cpu;
 typedef struct bn_mem {
-    double rss_kib;       /* daemon + helpers */
-    int fds;              /* open fds of daemon + helpers */
-    int procs;            /* daemon + helpers */
-    double child_rss_kib; /* runc processes that are children of those */
+    double rss_kib;        /* daemon + helpers */
+    double daemon_rss_kib; /* the daemon alone */
+    int fds;               /* open fds of daemon + helpers */
+    int procs;             /* daemon + helpers */
+    double child_rss_kib;  /* runc processes that are children of those */
     int children;
 } bn_mem;
 void bn_cpu_snap(bn_rt *rt, bn_cpu *s);

@@ -174,6 +174,8 @@ static void mem_server(const pstat *p, void *arg)
     if (!is_server(a->rt, p))
         return;
     a->m->rss_kib += (double)p->rss_pages * a->page_kib;
+    if (p->pid == a->rt->daemon)
+        a->m->daemon_rss_kib += (double)p->rss_pages * a->page_kib;
     a->m->fds += count_fds(p->pid);
     a->m->procs++;
     if (a->nservers < BN_MAX_PIDS)

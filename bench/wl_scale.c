@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #define SAMPLE_MS 200       /* memory sampling period */
-#define CONC_GRACE_S 120.0  /* beyond the sleep, for all sessions to end */
+#define CONC_GRACE_S 60.0   /* beyond the sleep, for all sessions to end */
 #define ATTACH_WARMUP_S 0.5 /* after every client is upgraded */
 #define LOG_TICK_MS 100     /* log truncation period */
 #define UPGRADE_TIMEOUT_S 30.0
@@ -120,6 +120,8 @@ static void conc_side(bn_ctx *c, bn_rt *rt, int n)
     if (s.max_live > 0) {
         bn_add(wl, "live_peak", rt->name, s.max_live);
         bn_add(wl, "rss_kib_per_session", rt->name, (s.peak.rss_kib - base.rss_kib) / s.max_live);
+        bn_add(wl, "daemon_rss_kib_per_session", rt->name,
+               (s.peak.daemon_rss_kib - base.daemon_rss_kib) / s.max_live);
         bn_add(wl, "fds_per_session", rt->name, (double)(s.peak.fds - base.fds) / s.max_live);
         bn_add(wl, "runc_rss_kib_per_session", rt->name,
                (s.peak.child_rss_kib - base.child_rss_kib) / s.max_live);
