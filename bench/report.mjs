@@ -256,6 +256,8 @@ function chartFiles() {
     const label = `${r.wl.replace('exec_', '')} ${r.label.replace('throughput, ', '')}`;
     lines.push(`"${label.replace(/"/g, '')}" ${v(r.sluice)} ${v(r.containerd)} ${v(r.tcp)}`);
   }
+  fs.rmSync(path.join(outDir, 'chart.gp'), { force: true });
+  if (lines.length < 2) return; // no throughput measured: no chart
   fs.writeFileSync(path.join(outDir, 'chart.dat'), lines.join('\n') + '\n');
   const png = path.join(outDir, 'results.png');
   const dat = path.join(outDir, 'chart.dat');
