@@ -81,8 +81,8 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
 
   test('SIGKILL sluiced: monitors and containers keep running, logs keep growing', async () => {
     const mons = monitorsUnder(sd.root);
-    assert.equal(mons.length, 2, `monitors: ${mons}`);
     await sd.kill();
+    assert.equal(mons.length, 2, `monitors: ${mons}`);
     await sleep(300);
     assert.deepEqual(monitorsUnder(sd.root).sort(), mons.sort(), 'a monitor died with sluiced');
     for (const id of [c.runner, c.cat, c.ticker, c.dier, c.echo]) {

@@ -287,6 +287,8 @@ export class SluicedInstance {
     this.podIds = new Set(); // every pod this instance ever made, for cleanup
     this.proc = null;
     this.cri = null;
+    this.procs = []; // every daemon started, for destroy()
+    this.clients = []; // every CRI client made, closed by destroy()
     this.bridge = null;
     this.bridgeExisted = true;
     this.seq = ++instanceCount;
@@ -335,15 +337,21 @@ export class SluicedInstance {
   }
 
   // Starts the daemon on this instance's dirs (also after a kill) and
-  // connects a CRI client.
+  // connects a CRI client. Refuses while the previous daemon still runs.
   async launch() {
+    if (this.proc && !this.proc.exited)
+      throw new Error(`sluiced (pid ${this.proc.proc.pid}) still runs: kill or stop it first`);
+    this.cri?.close();
+    this.cri = null;
     this.proc = new SluicedProc(
       spawn(SLUICED, this.args(), { stdio: ['ignore', 'pipe', 'pipe'], env: this.env() }),
       this.root);
+    this.procs.push(this.proc);
     await this.proc.waitBanner();
     this.endpoint = this.proc.endpoint;
     this.streamBase = this.proc.streamBase;
     this.cri = await connectCri(this.endpoint);
+    this.clients.push(this.cri);
     this.rt = this.cri.runtime;
     this.img = this.cri.image;
   }
@@ -546,11 +554,13 @@ export class SluicedInstance {
     } catch {
       // the daemon may be wedged: force below
     }
-    this.cri?.close();
     this.cri = null;
-    if (this.proc && !this.proc.exited) {
-      this.proc.proc.kill('SIGKILL');
-      await this.proc.exitPromise;
+    for (const c of this.clients) c.close(); // an open channel keeps node running
+    for (const p of this.procs) {
+      if (!p.exited) {
+        p.proc.kill('SIGKILL');
+        await p.exitPromise;
+      }
     }
     for (const pid of monitorsUnder(this.root)) {
       try {
