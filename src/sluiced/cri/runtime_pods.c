@@ -1,4 +1,5 @@
 /* RuntimeService pod sandbox calls. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -155,9 +156,29 @@ static void release_network(sl_rt *rt, sl_pod *p)
     json_object_set_new(p->rec, "cni_result", json_string(""));
 }
 
+/* runc removes each container's cgroup; the pod level (see the
+ * cgroupsPath of ctr_spec) is ours: every v1 controller, or v2. */
+static void remove_pod_cgroups(const char *pod_id)
+{
+    char path[512];
+    DIR *d = opendir("/sys/fs/cgroup");
+    struct dirent *de;
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/sluice/%.16s", pod_id);
+    rmdir(path);
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/sluice/%.16s", de->d_name, pod_id);
+        rmdir(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 static void finish_remove(sl_rt *rt, sl_pod *p)
 {
     sl_error e;
+    remove_pod_cgroups(p->id);
     for (sl_ctr *c = rt->model.ctrs, *next; c; c = next) {
         next = c->next;
         if (!strcmp(c->pod_id, p->id))

@@ -118,7 +118,7 @@ typedef struct capture {
     uv_poll_t h;
     int fd;
     uint8_t *buf;
-    size_t len;
+    size_t len, cap;
     bool eof, open;
     struct sync_op *op;
 } capture;
@@ -200,13 +200,21 @@ static void capture_cb(uv_poll_t *h, int status, int events)
         size_t keep = c->len < SL_EXECSYNC_MAX_OUTPUT ? SL_EXECSYNC_MAX_OUTPUT - c->len : 0;
         if (keep > (size_t)n)
             keep = (size_t)n;
-        if (keep) {
-            uint8_t *nb = realloc(c->buf, c->len + keep);
+        if (keep && c->len + keep > c->cap) { /* grow geometrically: no quadratic copying */
+            size_t cap = c->cap ? c->cap * 2 : SL_EXECSYNC_READ_CHUNK;
+            while (cap < c->len + keep)
+                cap *= 2;
+            uint8_t *nb = realloc(c->buf, cap);
             if (nb) {
-                memcpy(nb + c->len, tmp, keep);
                 c->buf = nb;
-                c->len += keep;
+                c->cap = cap;
+            } else {
+                keep = 0;
             }
+        }
+        if (keep) {
+            memcpy(c->buf + c->len, tmp, keep);
+            c->len += keep;
         }
     }
 }
