@@ -263,10 +263,14 @@ describe('header blocks that break the shared zlib context', () => {
     const peer = await execPeer();
     await openReplied(peer, [['streamtype', 'bogus']]);
     const block = await peer.compress([['streamtype', 'error'], ['x-pad', 'a'.repeat(3000)]]);
+    // Compress the well-formed next streams first: the server closes the
+    // connection at the cut block, and with it our deflater.
+    const next5 = await peer.compress([['streamtype', 'error']]);
+    const next7 = await peer.compress([['streamtype', 'stdout']]);
     peer.send(synStreamFrame(3, block.subarray(0, Math.floor(block.length / 2))));
     // Well-formed next streams, which the server can no longer decode.
-    peer.send(synStreamFrame(5, await peer.compress([['streamtype', 'error']])));
-    peer.send(synStreamFrame(7, await peer.compress([['streamtype', 'stdout']])));
+    peer.send(synStreamFrame(5, next5));
+    peer.send(synStreamFrame(7, next7));
     // The block does not end on a sync-flush boundary, so the shared
     // context cannot follow the client any more: a session error at once,
     // as for any block that does not inflate (spdystream dies here too).
