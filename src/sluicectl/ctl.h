@@ -141,6 +141,7 @@ ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCM
 
 /* ---- commands ---- */
 int cmd_version(ctl *c, int argc, char **argv);
+int cmd_kubeconfig(ctl *c, int argc, char **argv);
 int cmd_info(ctl *c, int argc, char **argv);
 int cmd_runp(ctl *c, int argc, char **argv);
 int cmd_stopp(ctl *c, int argc, char **argv);

@@ -30,6 +30,7 @@ static const ctl_cmd commands[] = {
     {"exec", NULL, "Run a command in a running container", cmd_exec},
     {"attach", NULL, "Attach to a running container", cmd_attach},
     {"port-forward", NULL, "Forward local ports to a pod sandbox", cmd_port_forward},
+    {"kubeconfig", NULL, "Print a kubeconfig for the sluice-kube front", cmd_kubeconfig},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
