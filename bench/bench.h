@@ -46,7 +46,8 @@ typedef struct bn_opts {
     int attach_clients;
     double attach_window_s;
     double hol_timeout_s;
-    const char *only; /* comma list of workload names, NULL = all */
+    uint32_t spdy_window; /* announced by the client on SPDY sessions; 0 = none */
+    const char *only;     /* comma list of workload names, NULL = all */
     const char *json_out;
 } bn_opts;
 
@@ -166,6 +167,8 @@ typedef struct bn_pf {
     char conn_err[256];
 } bn_pf;
 uv_loop_t *bn_loop(void);
+/* The SPDY receive window every session announces (0 = none). */
+void bn_set_spdy_window(uint32_t w);
 int bn_exec_start(bn_exec *x, const char *url, sl_transport tr, int in, int out, int err);
 void bn_exec_free(bn_exec *x);
 int bn_pf_start(bn_pf *p, const char *url, sl_transport tr);

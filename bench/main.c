@@ -5,7 +5,7 @@
  *            --rt NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] ...
  *            [--stdout-bytes N] [--stdin-bytes N] [--pf-bytes N] [--hol-bytes N]
  *            [--true-iters N] [--split-iters N] [--conc N[,N]] [--conc-runs N]
- *            [--conc-sleep S] [--attach-window S] [--hol-timeout S]
+ *            [--conc-sleep S] [--attach-window S] [--hol-timeout S] [--spdy-window N]
  *
  * Workloads: exec_true exec_split exec_stdout exec_stdin pf hol conc attach. */
 #include "bench.h"
@@ -40,6 +40,7 @@ static void defaults(bn_opts *o, bool quick)
     o->attach_clients = 10;
     o->attach_window_s = quick ? 1.0 : 3.0;
     o->hol_timeout_s = quick ? 10.0 : 20.0;
+    o->spdy_window = SL_CLIENT_SPDY_WINDOW;
 }
 
 /* NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] */
@@ -111,6 +112,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
         o->conc_sleep_s = atoi(v);
     else if (!strcmp(k, "--attach-window"))
         o->attach_window_s = atof(v);
+    else if (!strcmp(k, "--spdy-window"))
+        o->spdy_window = (uint32_t)strtoul(v, NULL, 10);
     else if (!strcmp(k, "--hol-timeout"))
         o->hol_timeout_s = atof(v);
     else
@@ -207,13 +210,14 @@ static json_t *config_json(const bn_ctx *c)
     json_t *conc = json_array();
     for (int i = 0; i < o->nconc; i++)
         json_array_append_new(conc, json_integer(o->conc[i]));
-    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, s:s?}",
+    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, s:I, s:s?}",
                      "runs", o->runs, "stdout_bytes", (json_int_t)o->stdout_bytes, "stdin_bytes",
                      (json_int_t)o->stdin_bytes, "pf_bytes", (json_int_t)o->pf_bytes, "hol_bytes",
                      (json_int_t)o->hol_bytes, "true_iters", o->true_iters, "split_iters",
                      o->split_iters, "conc", conc, "conc_runs", o->conc_runs, "conc_sleep_s",
                      o->conc_sleep_s, "attach_clients", o->attach_clients, "attach_window_s",
-                     o->attach_window_s, "hol_timeout_s", o->hol_timeout_s, "only", o->only);
+                     o->attach_window_s, "hol_timeout_s", o->hol_timeout_s, "spdy_window",
+                     (json_int_t)o->spdy_window, "only", o->only);
 }
 
 static json_t *runtimes_json(const bn_ctx *c)
@@ -247,6 +251,7 @@ int main(int argc, char **argv)
     if (parse_args(&c, argc, argv) < 0)
         return 2;
     signal(SIGPIPE, SIG_IGN);
+    bn_set_spdy_window(c.o.spdy_window);
     raise_nofile();
     bn_results_init();
     json_t *res = bn_results();

@@ -257,7 +257,7 @@ function chartFiles() {
     lines.push(`"${label.replace(/"/g, '')}" ${v(r.sluice)} ${v(r.containerd)} ${v(r.tcp)}`);
   }
   fs.rmSync(path.join(outDir, 'chart.gp'), { force: true });
-  if (lines.length < 2) return; // no throughput measured: no chart
+  if (!lines.some((l) => /^".*" .*\d/.test(l.replace(/NaN/g, '')))) return; // nothing measured
   fs.writeFileSync(path.join(outDir, 'chart.dat'), lines.join('\n') + '\n');
   const png = path.join(outDir, 'results.png');
   const dat = path.join(outDir, 'chart.dat');

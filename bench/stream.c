@@ -9,6 +9,13 @@
 
 #define TICK_MS 20 /* wake-up period while waiting for a flag */
 
+static uint32_t spdy_window;
+
+void bn_set_spdy_window(uint32_t w)
+{
+    spdy_window = w;
+}
+
 uv_loop_t *bn_loop(void)
 {
     return uv_default_loop();
@@ -97,8 +104,12 @@ int bn_exec_start(bn_exec *x, const char *url, sl_transport tr, int in, int out,
     x->on_done = cb_done;
     x->arg = cb_arg;
     x->t_new = bn_now();
-    sl_client_exec_opts o = {
-        .url = url, .transport = tr, .stdin_fd = in, .stdout_fd = out, .stderr_fd = err};
+    sl_client_exec_opts o = {.url = url,
+                             .transport = tr,
+                             .stdin_fd = in,
+                             .stdout_fd = out,
+                             .stderr_fd = err,
+                             .spdy_window = spdy_window};
     sl_client_exec_cb cb = {.on_upgraded = x_upgraded, .on_exit = x_exit, .on_error = x_error};
     int rc = sl_client_exec_new(bn_loop(), &o, &cb, x, &x->h);
     if (rc != SL_OK) {
@@ -149,7 +160,7 @@ static void p_end(void *arg, const sl_client_error *e)
 int bn_pf_start(bn_pf *p, const char *url, sl_transport tr)
 {
     memset(p, 0, sizeof(*p));
-    sl_client_pf_opts o = {.url = url, .transport = tr};
+    sl_client_pf_opts o = {.url = url, .transport = tr, .spdy_window = spdy_window};
     sl_client_pf_cb cb = {.on_upgraded = p_upgraded, .on_conn_end = p_conn_end, .on_end = p_end};
     int rc = sl_client_pf_new(bn_loop(), &o, &cb, p, &p->h);
     if (rc != SL_OK) {
