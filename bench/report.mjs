@@ -81,6 +81,7 @@ for (const ws of ['64k', '4k'])
     const what = `${ws === '64k' ? '64 KiB' : '4 KiB'} writes, ${tr === 'spdy' ? 'SPDY' : 'WebSocket'}`;
     row({ wl: 'exec_stdout', m: `mibps_${ws}_${tr}`, label: `throughput, ${what}`, unit: 'MiB/s', better: UP, limit: true, target: { vs: 'containerd', op: '>=', x: 5 } });
     row({ wl: 'exec_stdout', m: `cpu_${ws}_${tr}`, label: `server CPU, ${what}`, unit: 's/GiB', better: DOWN, target: { vs: 'containerd', op: '<=', x: 0.2 } });
+    row({ wl: 'exec_stdout', m: `ccpu_${ws}_${tr}`, label: `client CPU (sl-bench), ${what}`, unit: 's/GiB', better: DOWN, limit: true });
   }
 
 row({ sec: `3. stdin ${gib(C.stdin_bytes || 0)} into \`wc -c\`, with EOF` });
@@ -88,6 +89,7 @@ for (const tr of ['spdy', 'websocket']) {
   const what = tr === 'spdy' ? 'SPDY (FIN)' : 'WebSocket (v5 CLOSE)';
   row({ wl: 'exec_stdin', m: `mibps_stdin_${tr}`, label: `throughput, ${what}`, unit: 'MiB/s', better: UP, limit: true, target: { vs: 'containerd', op: '>=', x: 5 } });
   row({ wl: 'exec_stdin', m: `cpu_stdin_${tr}`, label: `server CPU, ${what}`, unit: 's/GiB', better: DOWN, target: { vs: 'containerd', op: '<=', x: 0.2 } });
+  row({ wl: 'exec_stdin', m: `ccpu_stdin_${tr}`, label: `client CPU (sl-bench), ${what}`, unit: 's/GiB', better: DOWN, limit: true });
 }
 
 row({ sec: `4. port-forward ${gib(C.pf_bytes || 0)}` });
@@ -96,6 +98,7 @@ for (const dir of ['down', 'up'])
     const what = `${dir === 'down' ? 'download' : 'upload'}, ${tr === 'spdy' ? 'SPDY' : 'SPDY in WebSocket'}`;
     row({ wl: 'pf', m: `mibps_${dir}_${tr}`, label: `throughput, ${what}`, unit: 'MiB/s', better: UP, limit: true, target: { vs: 'containerd', op: '>=', x: 5 } });
     row({ wl: 'pf', m: `cpu_${dir}_${tr}`, label: `server CPU, ${what}`, unit: 's/GiB', better: DOWN, target: { vs: 'containerd', op: '<=', x: 0.2 } });
+    row({ wl: 'pf', m: `ccpu_${dir}_${tr}`, label: `client CPU (sl-bench), ${what}`, unit: 's/GiB', better: DOWN, limit: true });
   }
 
 row({ sec: `5. head-of-line: 8 uploads of ${gib(C.hol_bytes || 0)} on one SPDY session` });
