@@ -53,7 +53,8 @@ static void got_free(got *g)
 static size_t put_msg(uint8_t *out, const uint8_t *m, uint32_t len)
 {
     sl_grpc_frame_prefix(out, len);
-    memcpy(out + SL_GRPC_PREFIX_LEN, m, len);
+    if (len)
+        memcpy(out + SL_GRPC_PREFIX_LEN, m, len);
     return SL_GRPC_PREFIX_LEN + len;
 }
 

@@ -151,7 +151,8 @@ static ssize_t c_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t leng
         n = length;
     if (s->chunk && n > s->chunk)
         n = s->chunk;
-    memcpy(buf, s->body + s->off, n);
+    if (n)
+        memcpy(buf, s->body + s->off, n);
     s->off += n;
     if (s->off == s->len) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
