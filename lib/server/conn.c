@@ -117,7 +117,10 @@ static void write_cb(uv_write_t *req, int status)
     sl_bufq_consume(&c->out, n);
     if (c->state == CONN_FINISHING)
         uv_timer_start(&c->timer, expire_cb, SL_CONN_FINISH_TIMEOUT_MS, 0);
-    bool was_congested = sl_bufq_len(&c->out) + n > c->srv->cfg.output_high_water;
+    /* Same bound as sl_conn_congested: a session fills the queue while it
+     * is below the mark, so exactly at the mark is full, and a source
+     * stopped then waits for this call. */
+    bool was_congested = sl_bufq_len(&c->out) + n >= c->srv->cfg.output_high_water;
     sl_conn_flush(c);
     if (c->proto && was_congested && !sl_conn_congested(c))
         c->proto->drained(c->ps);
@@ -155,7 +158,7 @@ void sl_conn_flush(sl_conn *c)
 
 bool sl_conn_congested(const sl_conn *c)
 {
-    return sl_bufq_len(&c->out) > c->srv->cfg.output_high_water;
+    return sl_bufq_len(&c->out) >= c->srv->cfg.output_high_water;
 }
 
 sl_bufq *sl_conn_out(sl_conn *c)

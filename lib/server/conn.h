@@ -39,7 +39,7 @@ void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint
 sl_bufq *sl_conn_out(sl_conn *c);
 /* Starts writing whatever is queued. */
 void sl_conn_flush(sl_conn *c);
-/* True while queued output exceeds the server's high-water mark. */
+/* True while queued output is at or above the server's high-water mark. */
 bool sl_conn_congested(const sl_conn *c);
 void sl_conn_pause_read(sl_conn *c, bool pause);
 /* Writes what is queued, then closes. */
