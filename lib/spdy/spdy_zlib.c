@@ -76,7 +76,8 @@ static int grow(uint8_t **buf, size_t *cap, size_t need)
 int sl_spdy_deflater_init(sl_spdy_deflater *d)
 {
     memset(d, 0, sizeof(*d));
-    if (deflateInit2(&d->z, SL_SPDY_ZLIB_LEVEL, Z_DEFLATED, 15, 8, SL_SPDY_ZLIB_STRATEGY) != Z_OK)
+    if (deflateInit2(&d->z, SL_SPDY_ZLIB_LEVEL, Z_DEFLATED, SL_SPDY_ZLIB_WINDOW_BITS,
+                     SL_SPDY_ZLIB_MEM_LEVEL, SL_SPDY_ZLIB_STRATEGY) != Z_OK)
         return SL_ERR_NOMEM;
     d->ready = true;
     if (deflateSetDictionary(&d->z, sl_spdy_dict, SL_SPDY_DICT_LEN) != Z_OK) {

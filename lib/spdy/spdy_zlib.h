@@ -27,10 +27,18 @@
 /* Compression level and strategy of the deflater. Go's deflater (used by
  * spdystream) never emits matches shorter than 4 bytes; zlib's filtered
  * strategy drops short matches too, which makes our first block of an
- * empty header set byte-identical to spdystream's. Later blocks depend on
+ * empty header set identical to spdystream's after the 2-byte zlib header
+ * (which declares our smaller window). Later blocks depend on
  * the history and differ in bytes, never in meaning. */
 #define SL_SPDY_ZLIB_LEVEL 9
 #define SL_SPDY_ZLIB_STRATEGY Z_FILTERED
+/* Deflater memory, which every SPDY session keeps for its whole life: a
+ * 2 KiB window still holds the whole 1423-byte dictionary, and header
+ * blocks are small, so memLevel 1 loses little. zlib's defaults (15, 8)
+ * cost about 100 KiB of touched memory per session; these about 10 KiB.
+ * Any inflater (the peer's uses a 32 KiB window) reads the result. */
+#define SL_SPDY_ZLIB_WINDOW_BITS 11
+#define SL_SPDY_ZLIB_MEM_LEVEL 1
 
 /* The SPDY/3 header compression dictionary (draft 3, §2.6.10.1). */
 extern const uint8_t sl_spdy_dict[SL_SPDY_DICT_LEN];
