@@ -107,7 +107,6 @@ struct mon_exec {
     pid_t pid; /* the exec'd process, from the pid file; 0 = not known */
     mon_job *job;
     bool exited;   /* the exit code is known */
-    bool detached; /* tty: runc exec --detach, the process is reaped here */
     int exit_code;
     mon_console *console;
     int master;         /* tty: our copy of the PTY master, -1 */
