@@ -1,5 +1,6 @@
-/* Local fd pump (see fdio.h). Writes happen only from loop callbacks, so
- * no callback ever fires from inside sl_fdio_write(). */
+/* Local fd pump (see fdio.h). sl_fdio_write() writes at once when nothing
+ * is queued, but errors surface only from loop callbacks, so no callback
+ * ever fires from inside sl_fdio_write(). */
 #include "client/fdio.h"
 
 #include <errno.h>
@@ -222,11 +223,33 @@ void sl_fdio_read_pause(sl_fdio *f, bool pause)
     update(f);
 }
 
+/* With nothing queued, write at once: no copy and no queue chunk for a
+ * reader that keeps up. Only full success or EAGAIN ends it here; any
+ * error leaves the bytes queued, so do_write meets it again and reports
+ * it through the callback, outside this call. */
+static size_t write_direct(sl_fdio *f, const uint8_t *data, size_t len)
+{
+    size_t done = 0;
+    while (done < len && sl_bufq_len(&f->q) == 0) {
+        struct iovec iov = {.iov_base = (void *)(data + done), .iov_len = len - done};
+        ssize_t w = write_some(f, &iov, 1);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    return done;
+}
+
 int sl_fdio_write(sl_fdio *f, const uint8_t *data, size_t len)
 {
     if (f->freed || f->write_failed || f->shut_req || !f->wr)
         return SL_ERR_CLOSED;
-    int rc = sl_bufq_append(&f->q, data, len);
+    size_t done = write_direct(f, data, len);
+    if (done == len)
+        return SL_OK;
+    int rc = sl_bufq_append(&f->q, data + done, len - done);
     if (rc == SL_OK)
         update(f);
     return rc;
