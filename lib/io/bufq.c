@@ -1,11 +1,69 @@
 #include "io/bufq.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sluice/error.h"
+
+/* ---- per-thread cache of default-size chunks ---- */
+
+/* Under AddressSanitizer every chunk is freed, so a use after consume is
+ * still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_MAX 0u
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_MAX 0u
+#endif
+#endif
+#ifndef CACHE_MAX
+#define CACHE_MAX SL_BUFQ_CACHE_CHUNKS
+#endif
+
+static _Thread_local sl_bufq_chunk *cache;
+static _Thread_local unsigned ncache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_once = PTHREAD_ONCE_INIT;
+static bool cache_key_ok;
+
+/* Thread exit: the cached chunks go with the thread. */
+static void cache_drop(void *unused)
+{
+    (void)unused;
+    while (cache) {
+        sl_bufq_chunk *c = cache;
+        cache = c->next;
+        free(c);
+    }
+    ncache = 0;
+}
+
+static void cache_key_init(void)
+{
+    cache_key_ok = pthread_key_create(&cache_key, cache_drop) == 0;
+}
+
+static void chunk_free(sl_bufq_chunk *c)
+{
+    if (c->cap != SL_BUFQ_CHUNK || ncache >= CACHE_MAX) {
+        free(c);
+        return;
+    }
+    if (!cache) { /* first chunk of this thread: arrange the exit cleanup */
+        pthread_once(&cache_once, cache_key_init);
+        if (!cache_key_ok || pthread_setspecific(cache_key, &cache) != 0) {
+            free(c);
+            return;
+        }
+    }
+    c->next = cache;
+    cache = c;
+    ncache++;
+}
 
 void sl_bufq_init(sl_bufq *q)
 {
@@ -18,7 +76,7 @@ void sl_bufq_fini(sl_bufq *q)
     sl_bufq_chunk *c = q->head;
     while (c) {
         sl_bufq_chunk *n = c->next;
-        free(c);
+        chunk_free(c);
         c = n;
     }
     sl_bufq_init(q);
@@ -26,7 +84,14 @@ void sl_bufq_fini(sl_bufq *q)
 
 static sl_bufq_chunk *chunk_new(size_t cap)
 {
-    sl_bufq_chunk *c = malloc(sizeof(*c) + cap);
+    sl_bufq_chunk *c;
+    if (cap == SL_BUFQ_CHUNK && cache) {
+        c = cache;
+        cache = c->next;
+        ncache--;
+    } else {
+        c = malloc(sizeof(*c) + cap);
+    }
     if (!c)
         return NULL;
     c->next = NULL;
@@ -135,7 +200,6 @@ void sl_bufq_consume(sl_bufq *q, size_t n)
         q->head = c->next;
         if (!q->head)
             q->tail = NULL;
-        free(c);
+        chunk_free(c);
     }
-    /* Keep an emptied single chunk reusable instead of freeing it. */
 }

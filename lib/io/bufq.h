@@ -11,7 +11,13 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SL_BUFQ_CHUNK 16384u /* default chunk payload size */
+/* Default chunk payload size: two full SPDY DATA frames (32 KiB + an
+ * 8-byte header each) fit, and a 64 KiB read is one or two chunks. */
+#define SL_BUFQ_CHUNK (64u * 1024 + 64u)
+/* Emptied default-size chunks kept per thread for reuse (at most this many;
+ * freed at thread exit). A busy stream would otherwise malloc and free a
+ * chunk per frame, and the heap would return and re-fault the pages. */
+#define SL_BUFQ_CACHE_CHUNKS 16u
 
 typedef struct sl_bufq_chunk {
     struct sl_bufq_chunk *next;
