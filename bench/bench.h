@@ -26,6 +26,7 @@
 #define BN_HEAD_MAX 64            /* bytes of a reader's first output kept */
 #define BN_MAX_CONC 2048          /* concurrent exec sessions at most */
 #define BN_MAX_ATTACH 32          /* attach clients at most */
+#define BN_ATTACH_RATE_MIBPS 5.0  /* the paced attach writer, default (--attach-rate) */
 #define BN_HOL_CONNS 8            /* forwarded connections in the head-of-line test */
 #define BN_IMAGE "localhost/sluice/busybox:latest"
 #define BN_MIB (1024.0 * 1024.0)
@@ -45,6 +46,7 @@ typedef struct bn_opts {
     int conc_sleep_s;
     int attach_clients;
     double attach_window_s;
+    double attach_rate_mibps; /* the paced attach variant's writer */
     double hol_timeout_s;
     uint32_t spdy_window; /* announced by the client on SPDY sessions; 0 = none */
     const char *only;     /* comma list of workload names, NULL = all */
@@ -207,6 +209,7 @@ void bn_wl_pf(bn_ctx *c, int run);
 void bn_wl_hol(bn_ctx *c, int run);
 void bn_wl_conc(bn_ctx *c, int run, int n);
 void bn_wl_attach(bn_ctx *c, int run);
+void bn_wl_attach_paced(bn_ctx *c, int run);
 /* info[wl]["<runtime> <transport>"] = the negotiated subprotocol. */
 void bn_proto_info(const char *wl, const bn_rt *rt, sl_transport tr, const char *proto);
 

@@ -5,9 +5,11 @@
  *            --rt NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] ...
  *            [--stdout-bytes N] [--stdin-bytes N] [--pf-bytes N] [--hol-bytes N]
  *            [--true-iters N] [--split-iters N] [--conc N[,N]] [--conc-runs N]
- *            [--conc-sleep S] [--attach-window S] [--hol-timeout S] [--spdy-window N]
+ *            [--conc-sleep S] [--attach-window S] [--attach-rate MIBPS]
+ *            [--hol-timeout S] [--spdy-window N]
  *
- * Workloads: exec_true exec_split exec_stdout exec_stdin pf hol conc attach. */
+ * Workloads: exec_true exec_split exec_stdout exec_stdin pf hol conc attach
+ * attach_paced ("attach" selects both attach variants). */
 #include "bench.h"
 
 #include <fcntl.h>
@@ -39,6 +41,7 @@ static void defaults(bn_opts *o, bool quick)
     o->conc_sleep_s = quick ? 2 : 5;
     o->attach_clients = 10;
     o->attach_window_s = quick ? 1.0 : 3.0;
+    o->attach_rate_mibps = BN_ATTACH_RATE_MIBPS;
     o->hol_timeout_s = quick ? 10.0 : 20.0;
     o->spdy_window = SL_CLIENT_SPDY_WINDOW;
 }
@@ -112,6 +115,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
         o->conc_sleep_s = atoi(v);
     else if (!strcmp(k, "--attach-window"))
         o->attach_window_s = atof(v);
+    else if (!strcmp(k, "--attach-rate"))
+        o->attach_rate_mibps = atof(v);
     else if (!strcmp(k, "--spdy-window"))
         o->spdy_window = (uint32_t)strtoul(v, NULL, 10);
     else if (!strcmp(k, "--hol-timeout"))
@@ -137,9 +142,11 @@ static int parse_args(bn_ctx *c, int argc, char **argv)
         i++;
     }
     bool sizes_ok = c->o.stdout_bytes % 65536 == 0 && c->o.pf_bytes % 65536 == 0;
-    if (!c->o.json_out || !c->nrt || c->o.runs < 1 || !sizes_ok) {
-        fprintf(stderr, "sl-bench: need --json, at least one --rt, runs >= 1 and sizes in "
-                        "64 KiB units\n");
+    bool attach_ok = c->o.attach_rate_mibps > 0 && c->o.attach_window_s > 0 &&
+                     c->o.attach_clients >= 2 && c->o.attach_clients <= BN_MAX_ATTACH;
+    if (!c->o.json_out || !c->nrt || c->o.runs < 1 || !sizes_ok || !attach_ok) {
+        fprintf(stderr, "sl-bench: need --json, at least one --rt, runs >= 1, sizes in "
+                        "64 KiB units and a positive attach rate and window\n");
         return -1;
     }
     return 0;
@@ -169,6 +176,12 @@ static void probe(bn_ctx *c, bn_rt *rt)
     free(url);
 }
 
+/* "attach" selects both attach variants. */
+static bool wanted(const bn_ctx *c, const char *wl)
+{
+    return bn_selected(c, wl) || (!strcmp(wl, "attach_paced") && bn_selected(c, "attach"));
+}
+
 static void run_workloads(bn_ctx *c)
 {
     static const struct {
@@ -182,10 +195,11 @@ static void run_workloads(bn_ctx *c)
         {"pf", bn_wl_pf},
         {"hol", bn_wl_hol},
         {"attach", bn_wl_attach},
+        {"attach_paced", bn_wl_attach_paced},
     };
     for (int run = 0; run < c->o.runs; run++)
         for (size_t w = 0; w < sizeof(wls) / sizeof(wls[0]); w++) {
-            if (!bn_selected(c, wls[w].name))
+            if (!wanted(c, wls[w].name))
                 continue;
             double t0 = bn_now();
             wls[w].fn(c, run);
@@ -210,14 +224,15 @@ static json_t *config_json(const bn_ctx *c)
     json_t *conc = json_array();
     for (int i = 0; i < o->nconc; i++)
         json_array_append_new(conc, json_integer(o->conc[i]));
-    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, s:I, s:s?}",
+    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, s:f, "
+                     "s:I, s:s?}",
                      "runs", o->runs, "stdout_bytes", (json_int_t)o->stdout_bytes, "stdin_bytes",
                      (json_int_t)o->stdin_bytes, "pf_bytes", (json_int_t)o->pf_bytes, "hol_bytes",
                      (json_int_t)o->hol_bytes, "true_iters", o->true_iters, "split_iters",
                      o->split_iters, "conc", conc, "conc_runs", o->conc_runs, "conc_sleep_s",
                      o->conc_sleep_s, "attach_clients", o->attach_clients, "attach_window_s",
-                     o->attach_window_s, "hol_timeout_s", o->hol_timeout_s, "spdy_window",
-                     (json_int_t)o->spdy_window, "only", o->only);
+                     o->attach_window_s, "attach_rate_mibps", o->attach_rate_mibps, "hol_timeout_s",
+                     o->hol_timeout_s, "spdy_window", (json_int_t)o->spdy_window, "only", o->only);
 }
 
 static json_t *runtimes_json(const bn_ctx *c)

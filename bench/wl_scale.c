@@ -1,6 +1,7 @@
 /* Scale workloads: many concurrent `sleep` exec sessions (completion time,
  * server memory and fds per session), and attach fan-out (10 clients on a
- * container writing at full speed, one of them stalled). */
+ * container writing at full speed, then at a pace a client can follow; all
+ * reading, then one of them stalled). */
 #include "bench.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,6 +138,12 @@ void bn_wl_conc(bn_ctx *c, int run, int n)
 
 /* ---- 7. attach fan-out ---- */
 
+#define ATTACH_STALL_PIPE 4096 /* the stalled client's pipe: one page, full at once */
+#define PACE_LINE 1000         /* bytes per line of the paced writer, newline included */
+#define PACE_TICK_MS 50        /* one chunk of the paced writer covers this much time */
+#define PACE_DEBT 2            /* chunks it writes back to back to catch up, at most */
+#define PACE_SCRIPT_MAX 1024
+
 typedef struct logmeter {
     char path[512];
     double acc; /* bytes since the last mark */
@@ -165,7 +173,22 @@ typedef struct fan {
     int n;
     bool stalled; /* client 0 is never read */
     uint64_t mark[BN_MAX_ATTACH];
+    int stall_fill[2]; /* bytes in the stalled client's pipe at window start, end */
 } fan;
+
+/* One phase of the fan-out: the median reading client, the log, drops. */
+typedef struct phase {
+    double client, log; /* MiB/s */
+    int dropped;        /* reading clients the server ended */
+    char why[256];      /* the first one's reason */
+    char stalled[256];  /* what became of the stalled client */
+} phase;
+
+static int pipe_fill(int fd)
+{
+    int n = 0;
+    return ioctl(fd, FIONREAD, &n) == 0 ? n : -1;
+}
 
 static int fan_open(bn_rt *rt, const char *ctr, fan *f, int n, bool stall)
 {
@@ -178,10 +201,14 @@ static int fan_open(bn_rt *rt, const char *ctr, fan *f, int n, bool stall)
             return -1;
         f->wfd[i] = p[1];
         f->r[i].fd = -1;
-        if (stall && i == 0)
-            f->r[i].fd = p[0]; /* never read; closed at the end */
-        else if (bn_reader_start(&f->r[i], p[0], 0) < 0)
+        if (stall && i == 0) {
+            /* Never read: once this page is full the client stops reading
+             * its socket (output high water), so the stall is real. */
+            fcntl(p[1], F_SETPIPE_SZ, ATTACH_STALL_PIPE);
+            f->r[i].fd = p[0]; /* closed at the end */
+        } else if (bn_reader_start(&f->r[i], p[0], 0) < 0) {
             return -1;
+        }
         bn_exec_start(&f->x[i], url, SL_TRANSPORT_SPDY, -1, p[1], p[1]);
         free(url);
     }
@@ -217,10 +244,14 @@ static double fan_window(fan *f, logmeter *lm, double w, double *log_rate)
 {
     for (int i = 0; i < f->n; i++)
         f->mark[i] = f->r[i].bytes;
+    if (f->stalled)
+        f->stall_fill[0] = pipe_fill(f->r[0].fd);
     log_take(lm);
     lm->acc = 0;
     bn_run_for(w);
     log_take(lm);
+    if (f->stalled)
+        f->stall_fill[1] = pipe_fill(f->r[0].fd);
     *log_rate = lm->acc / BN_MIB / w;
     double rates[BN_MAX_ATTACH];
     int k = 0;
@@ -243,68 +274,132 @@ static int fan_dropped(const fan *f, char *why, size_t len)
     return n;
 }
 
-static void attach_phases(bn_ctx *c, bn_rt *rt, const char *ctr, logmeter *lm)
+/* Opens the clients (client 0 stalled if stall), warms up, measures one
+ * window, closes them. */
+static int fan_phase(bn_ctx *c, bn_rt *rt, const char *ctr, logmeter *lm, bool stall, phase *p)
 {
-    double w = c->o.attach_window_s, log_none, log_all, log_st;
     fan *f = calloc(1, sizeof(*f));
     if (!f)
-        return;
-    bn_run_for(ATTACH_WARMUP_S);
-    fan_window(f, lm, w, &log_none);
-    bn_add("attach", "log_mibps_alone", rt->name, log_none);
-    if (fan_open(rt, ctr, f, c->o.attach_clients, false) == 0) {
+        return -1;
+    int rc = fan_open(rt, ctr, f, c->o.attach_clients, stall);
+    if (rc == 0) {
         bn_run_for(ATTACH_WARMUP_S);
-        double all = fan_window(f, lm, w, &log_all);
-        char why[256];
-        int drop_all = fan_dropped(f, why, sizeof(why));
-        bn_add("attach", "dropped_all", rt->name, drop_all);
-        if (drop_all)
-            bn_info("attach", rt->name, "all reading: %d of %d dropped (%s)", drop_all, f->n, why);
-        fan_close(f);
-        if (fan_open(rt, ctr, f, c->o.attach_clients, true) == 0) {
-            bn_run_for(ATTACH_WARMUP_S);
-            double st = fan_window(f, lm, w, &log_st);
-            bn_add("attach", "client_mibps_all", rt->name, all);
-            bn_add("attach", "client_mibps_stalled", rt->name, st);
-            bn_add("attach", "log_mibps_all", rt->name, log_all);
-            bn_add("attach", "log_mibps_stalled", rt->name, log_st);
-            if (all > 0)
-                bn_add("attach", "clients_kept_pct", rt->name, 100.0 * st / all);
-            if (log_all > 0)
-                bn_add("attach", "log_kept_pct", rt->name, 100.0 * log_st / log_all);
-            int drop = fan_dropped(f, why, sizeof(why));
-            bn_add("attach", "dropped_stalled", rt->name, drop);
-            bn_info("attach", rt->name,
-                    "one stalled: %d of %d reading clients dropped%s%s; "
-                    "the stalled one: %.200s",
-                    drop, f->n - 1, drop ? " " : "", why,
-                    f->x[0].done ? f->x[0].err : "still connected");
-        }
+        p->client = fan_window(f, lm, c->o.attach_window_s, &p->log);
+        p->dropped = fan_dropped(f, p->why, sizeof(p->why));
+        if (stall)
+            snprintf(p->stalled, sizeof(p->stalled),
+                     "%.150s; its pipe held %d bytes unread at the window's start, %d at its end",
+                     f->x[0].done ? f->x[0].err : "saw no end (it reads nothing from its socket)",
+                     f->stall_fill[0], f->stall_fill[1]);
     }
     fan_close(f);
     free(f);
+    return rc;
+}
+
+static void phase_record(const char *wl, const bn_rt *rt, int n, const phase *all, const phase *st)
+{
+    bn_add(wl, "client_mibps_all", rt->name, all->client);
+    bn_add(wl, "client_mibps_stalled", rt->name, st->client);
+    bn_add(wl, "log_mibps_all", rt->name, all->log);
+    bn_add(wl, "log_mibps_stalled", rt->name, st->log);
+    bn_add(wl, "dropped_all", rt->name, all->dropped);
+    bn_add(wl, "dropped_stalled", rt->name, st->dropped);
+    /* A client dropped with all reading leaves no baseline (at full speed
+     * on sluice: every one, by design): "keep" is then not applicable,
+     * where a ratio would read as a 0 % (or 5000 %) caused by the stall. */
+    if (all->dropped > 0)
+        bn_add(wl, "clients_kept_na", rt->name, 1);
+    else if (all->client > 0)
+        bn_add(wl, "clients_kept_pct", rt->name, 100.0 * st->client / all->client);
+    if (all->log > 0)
+        bn_add(wl, "log_kept_pct", rt->name, 100.0 * st->log / all->log);
+    char key[64];
+    snprintf(key, sizeof(key), "%s all reading", rt->name);
+    bn_info(wl, key, "%d of %d clients dropped%s%s", all->dropped, n, all->dropped ? ": " : "",
+            all->why);
+    snprintf(key, sizeof(key), "%s one stalled", rt->name);
+    bn_info(wl, key, "%d of %d reading clients dropped%s%s; the stalled one: %s", st->dropped,
+            n - 1, st->dropped ? ": " : "", st->why, st->stalled);
+}
+
+static void attach_phases(bn_ctx *c, bn_rt *rt, const char *wl, const char *ctr, logmeter *lm)
+{
+    double none;
+    phase all = {0}, st = {0};
+    bn_run_for(ATTACH_WARMUP_S);
+    log_take(lm);
+    lm->acc = 0;
+    bn_run_for(c->o.attach_window_s);
+    log_take(lm);
+    none = lm->acc / BN_MIB / c->o.attach_window_s;
+    bn_add(wl, "log_mibps_alone", rt->name, none);
+    if (fan_phase(c, rt, ctr, lm, false, &all) == 0 && fan_phase(c, rt, ctr, lm, true, &st) == 0)
+        phase_record(wl, rt, c->o.attach_clients, &all, &st);
+}
+
+/* One container running argv, the fan-out phases against it, removal. */
+static void attach_side(bn_ctx *c, bn_rt *rt, const char *wl, const char *name,
+                        const char *const *argv)
+{
+    char *id = NULL;
+    if (bn_ctr_start(rt, name, argv, 3, &id) < 0)
+        return;
+    logmeter *lm = calloc(1, sizeof(*lm));
+    if (!lm) {
+        bn_ctr_remove(rt, id);
+        free(id);
+        return;
+    }
+    bn_ctr_log_path(rt, name, lm->path, sizeof(lm->path));
+    uv_timer_init(bn_loop(), &lm->t);
+    lm->t.data = lm;
+    uv_timer_start(&lm->t, log_tick, LOG_TICK_MS, LOG_TICK_MS);
+    attach_phases(c, rt, wl, id, lm);
+    bn_ctr_remove(rt, id);
+    uv_close((uv_handle_t *)&lm->t, NULL);
+    uv_run(bn_loop(), UV_RUN_NOWAIT);
+    unlink(lm->path);
+    free(lm);
+    free(id);
 }
 
 void bn_wl_attach(bn_ctx *c, int run)
 {
-    for (int i = 0; i < c->nrt; i++) {
-        bn_rt *rt = nth(c, run, i);
-        char name[32], *id = NULL;
-        snprintf(name, sizeof(name), "att-%d", run);
-        const char *argv[] = {"sh", "-c", "exec yes \"$(printf %01000d 0)\""};
-        if (bn_ctr_start(rt, name, argv, 3, &id) < 0)
-            continue;
-        logmeter *lm = calloc(1, sizeof(*lm));
-        bn_ctr_log_path(rt, name, lm->path, sizeof(lm->path));
-        uv_timer_init(bn_loop(), &lm->t);
-        lm->t.data = lm;
-        uv_timer_start(&lm->t, log_tick, LOG_TICK_MS, LOG_TICK_MS);
-        attach_phases(c, rt, id, lm);
-        bn_ctr_remove(rt, id);
-        uv_close((uv_handle_t *)&lm->t, NULL);
-        uv_run(bn_loop(), UV_RUN_NOWAIT);
-        unlink(lm->path);
-        free(lm);
-        free(id);
-    }
+    const char *argv[] = {"sh", "-c", "exec yes \"$(printf %01000d 0)\""};
+    char name[32];
+    snprintf(name, sizeof(name), "att-%d", run);
+    for (int i = 0; i < c->nrt; i++)
+        attach_side(c, nth(c, run, i), "attach", name, argv);
+}
+
+/* A busybox sh loop that writes rate MiB/s of PACE_LINE-byte lines: one
+ * `cat` of a chunk covering PACE_TICK_MS per step, paced by /proc/uptime
+ * (centiseconds) against the start; in between it waits 5 ms on a fifo
+ * (`read -t`, no fork). A writer held up (a throttling runtime) catches
+ * up by at most PACE_DEBT chunks. */
+static void pace_script(double rate_mibps, char *out, size_t len)
+{
+    double rate = rate_mibps * BN_MIB;
+    long lines = (long)(rate * PACE_TICK_MS / 1000.0 / PACE_LINE + 0.5);
+    long chunk = (lines < 1 ? 1 : lines) * PACE_LINE;
+    snprintf(out, len,
+             "mkfifo /tmp/w; yes \"$(printf %%0%dd 0)\" | head -c %ld >/tmp/c || exit 1; "
+             "read u _ </proc/uptime; t0=${u%%.*}${u#*.}; n=0; "
+             "while :; do read u _ </proc/uptime; t=${u%%.*}${u#*.}; "
+             "a=$(( (t - t0) * %.0f / (100 * %ld) )); "
+             "[ $n -lt $((a - %d)) ] && n=$((a - %d)); "
+             "if [ $n -lt $a ]; then cat /tmp/c; n=$((n + 1)); "
+             "else read -t 0.005 x <>/tmp/w; fi; done",
+             PACE_LINE - 1, chunk, rate, chunk, PACE_DEBT, PACE_DEBT);
+}
+
+void bn_wl_attach_paced(bn_ctx *c, int run)
+{
+    char script[PACE_SCRIPT_MAX], name[32];
+    pace_script(c->o.attach_rate_mibps, script, sizeof(script));
+    const char *argv[] = {"sh", "-c", script};
+    snprintf(name, sizeof(name), "attp-%d", run);
+    for (int i = 0; i < c->nrt; i++)
+        attach_side(c, nth(c, run, i), "attach_paced", name, argv);
 }
