@@ -118,16 +118,28 @@ for (const n of C.conc || []) {
   row({ wl, m: 'fds_per_session', label: 'server fds per session', unit: '', better: DOWN });
 }
 
-row({ sec: `7. attach fan-out: ${C.attach_clients} clients on \`yes\` with 1000-byte lines` });
-row({ wl: 'attach', m: 'log_mibps_alone', label: 'log rate, no client', unit: 'MiB/s', better: UP });
-row({ wl: 'attach', m: 'client_mibps_all', label: 'per-client rate, all reading', unit: 'MiB/s', better: UP });
-row({ wl: 'attach', m: 'dropped_all', label: 'reading clients dropped, all reading', unit: '', better: DOWN });
-row({ wl: 'attach', m: 'client_mibps_stalled', label: 'per-client rate, one stalled', unit: 'MiB/s', better: UP });
-row({ wl: 'attach', m: 'dropped_stalled', label: 'reading clients dropped, one stalled', unit: '', better: DOWN });
-row({ wl: 'attach', m: 'clients_kept_pct', label: 'clients keep (stalled vs all reading)', unit: '%', better: UP, target: { op: '>=', abs: 95 } });
-row({ wl: 'attach', m: 'log_mibps_all', label: 'log rate, all reading', unit: 'MiB/s', better: UP });
-row({ wl: 'attach', m: 'log_mibps_stalled', label: 'log rate, one stalled', unit: 'MiB/s', better: UP });
-row({ wl: 'attach', m: 'log_kept_pct', label: 'log keeps (stalled vs all reading)', unit: '%', better: UP, target: { op: '>=', abs: 95 } });
+// Workload 7 twice: `yes` at full speed (faster than any client reads, so
+// sluice drops the clients by design, issue 4), then a writer paced at
+// --attach-rate, which a reading client can follow.
+const ATTACH = {
+  attach: `7. attach fan-out, full speed: ${C.attach_clients} clients on \`yes\` with 1000-byte lines`,
+  attach_paced: `7b. attach fan-out, paced: ${C.attach_clients} clients on a container writing ` +
+    `${C.attach_rate_mibps ?? '?'} MiB/s of 1000-byte lines`,
+};
+const ALL_DROPPED = 'n/a: clients dropped with all reading';
+for (const [wl, sec] of Object.entries(ATTACH)) {
+  if (wl === 'attach_paced' && C.attach_rate_mibps == null) continue; // an older sl-bench
+  row({ sec });
+  row({ wl, m: 'log_mibps_alone', label: 'log rate, no client', unit: 'MiB/s', better: UP });
+  row({ wl, m: 'client_mibps_all', label: 'per-client rate, all reading', unit: 'MiB/s', better: UP });
+  row({ wl, m: 'dropped_all', label: 'reading clients dropped, all reading', unit: '', better: DOWN });
+  row({ wl, m: 'client_mibps_stalled', label: 'per-client rate, one stalled', unit: 'MiB/s', better: UP });
+  row({ wl, m: 'dropped_stalled', label: 'reading clients dropped, one stalled', unit: '', better: DOWN });
+  row({ wl, m: 'clients_kept_pct', label: 'clients keep (stalled vs all reading)', unit: '%', better: UP, target: { op: '>=', abs: 95 }, na: { m: 'clients_kept_na', text: ALL_DROPPED } });
+  row({ wl, m: 'log_mibps_all', label: 'log rate, all reading', unit: 'MiB/s', better: UP });
+  row({ wl, m: 'log_mibps_stalled', label: 'log rate, one stalled', unit: 'MiB/s', better: UP });
+  row({ wl, m: 'log_kept_pct', label: 'log keeps (stalled vs all reading)', unit: '%', better: UP, target: { op: '>=', abs: 95 } });
+}
 
 // ---- evaluation ---------------------------------------------------------------
 
@@ -142,9 +154,14 @@ function derivedCell(r, side) {
   return { v: sum };
 }
 
+// Runs in which a row had no meaning (r.na.m counts them), e.g. "clients
+// keep" when every reading client was dropped in both phases.
+const naRuns = (r, side) => samples(r.wl, r.na.m, side).length;
+
 function evaluate(r) {
   const get = (side) => (r.derived ? derivedCell(r, side) : cell(r, side));
   const out = { ...r, sluice: get('sluice'), containerd: get('containerd') };
+  if (r.na) out.naRuns = { sluice: naRuns(r, 'sluice'), containerd: naRuns(r, 'containerd') };
   if (r.limit) {
     out.tcp = get('tcp');
     out.pipe = get('pipe');
@@ -176,12 +193,14 @@ function num(x) {
   if (a >= 1) return x.toFixed(2);
   return x.toPrecision(2);
 }
-function fmtCell(c) {
-  if (!c) return 'n/a';
-  return c.lo != null && c.hi != null && c.lo !== c.hi
+function fmtCell(c, na = 0, naText = 'n/a') {
+  if (!c) return na ? naText : 'n/a';
+  const v = c.lo != null && c.hi != null && c.lo !== c.hi
     ? `${num(c.v)} (${num(c.lo)}–${num(c.hi)})`
     : num(c.v);
+  return na ? `${v}; ${naText} in ${na} run${na > 1 ? 's' : ''}` : v;
 }
+const sideCell = (r, side) => fmtCell(r[side], r.naRuns?.[side], r.na?.text);
 const ratio = (x) => (x == null ? '–' : `${x >= 10 ? x.toFixed(0) : x.toFixed(2)}×`);
 function targetText(t) {
   if (!t) return '';
@@ -190,6 +209,7 @@ function targetText(t) {
 }
 function metText(r) {
   if (!r.target) return '';
+  if (r.met == null && r.naRuns?.sluice) return 'n/a (see below)';
   if (r.met == null) return 'not measured';
   return r.met ? 'yes' : `**no**`;
 }
@@ -203,7 +223,7 @@ function table() {
       L.push(`| **${r.sec}** | | | | | | | | | |`);
       continue;
     }
-    L.push(`| ${r.label} | ${r.unit} | ${fmtCell(r.sluice)} | ${fmtCell(r.containerd)} | ` +
+    L.push(`| ${r.label} | ${r.unit} | ${sideCell(r, 'sluice')} | ${sideCell(r, 'containerd')} | ` +
       `${r.limit ? fmtCell(r.tcp) : ''} | ${r.limit ? fmtCell(r.pipe) : ''} | ${ratio(r.ratio)} | ` +
       `${r.limit ? ratio(r.ratioLimit) : ''} | ${targetText(r.target)} | ${metText(r)} |`);
   }
@@ -238,14 +258,81 @@ function notesText() {
 
 function misses() {
   return evaluated.filter((r) => !r.sec && r.target && r.met === false)
-    .map((r) => `- ${r.label} (${r.wl}): ${fmtCell(r.sluice)} ${r.unit}, target ${targetText(r.target)}` +
+    .map((r) => `- ${r.label} (${r.wl}): ${sideCell(r, 'sluice')} ${r.unit}, target ${targetText(r.target)}` +
       (r.target.vs ? `, ratio ${ratio(r.ratio)}` : ''));
+}
+
+// ---- what workload 7 shows, in words ---------------------------------------
+
+const med = (wl, m, side) => median(samples(wl, m, side));
+const mibps = (x) => (x == null ? 'n/a' : `${num(x)} MiB/s`);
+const count = (x) => (x == null ? 'n/a' : Number.isInteger(x) ? String(x) : num(x));
+// The server's own words give the backlog bound ("fell more than N bytes behind").
+function backlogText() {
+  const m = JSON.stringify(raw.info || {}).match(/fell more than (\d+) bytes behind/);
+  return m ? `${num(m[1] / 2 ** 20)} MiB` : 'a bounded backlog';
+}
+
+function attachFull() {
+  const wl = 'attach', n = C.attach_clients;
+  const d = (m) => med(wl, m, 'sluice');
+  const c = (m) => med(wl, m, 'containerd');
+  if (d('dropped_all') == null && c('dropped_all') == null) return null;
+  const L = [`**7, full speed.** sluice-mon keeps at most ${backlogText()} per attach session ` +
+    '(SL_MON_ATTACH_BACKLOG) and disconnects a client that falls further behind, with a clear ' +
+    'error (issue 4), so a slow client never slows the container, its log or the other clients.'];
+  if (d('dropped_all') != null)
+    L.push(`\`yes\` writes ${mibps(d('log_mibps_alone'))} here (sluice, log rate with no client), ` +
+      'more than an attach client reads, so the clients fall behind: sluice dropped ' +
+      `${count(d('dropped_all'))} of ${n} with all reading and ${count(d('dropped_stalled'))} of ` +
+      `${n - 1} reading clients with one stalled (medians), while the log ran on at ` +
+      `${mibps(d('log_mibps_all'))} and ${mibps(d('log_mibps_stalled'))}. The per-client rate is ` +
+      'what a client got before it was dropped; in a run where clients were dropped with all ' +
+      'reading there is no baseline, and "clients keep" is n/a, not 0 %.');
+  if (c('dropped_all') != null) {
+    const none = c('dropped_all') === 0 && c('dropped_stalled') === 0;
+    L.push(`containerd ${none ? 'drops no client' : 'dropped'} (${count(c('dropped_all'))} and ` +
+      `${count(c('dropped_stalled'))}); ${none ? 'instead ' : ''}it slows the container, and with ` +
+      'it the log, to what its slowest client takes: log rate ' +
+      `${mibps(c('log_mibps_alone'))} with no client, ${mibps(c('log_mibps_all'))} with all ` +
+      `reading, ${mibps(c('log_mibps_stalled'))} with one stalled.`);
+  }
+  return L.join(' ');
+}
+
+function attachPaced() {
+  const wl = 'attach_paced';
+  const side = (rt) => {
+    if (med(wl, 'dropped_all', rt) == null) return null;
+    return `${rt}: each client ${mibps(med(wl, 'client_mibps_all', rt))} with all reading, ` +
+      `${mibps(med(wl, 'client_mibps_stalled', rt))} with one stalled (keep ` +
+      `${fmtCell(cell({ wl, m: 'clients_kept_pct' }, rt))} %), the log ` +
+      `${mibps(med(wl, 'log_mibps_all', rt))} and ${mibps(med(wl, 'log_mibps_stalled', rt))} ` +
+      `(keeps ${fmtCell(cell({ wl, m: 'log_kept_pct' }, rt))} %), reading clients dropped ` +
+      `${count(med(wl, 'dropped_all', rt))} and ${count(med(wl, 'dropped_stalled', rt))}.`;
+  };
+  const sides = ['sluice', 'containerd'].map(side).filter(Boolean);
+  if (!sides.length) return null;
+  return [`**7b, paced.** The container writes ${C.attach_rate_mibps} MiB/s (--attach-rate; ` +
+    'the log rate with no client is what it really wrote, plus the log\'s line prefixes), which a ' +
+    'reading client can follow, so only the stalled client falls behind. By design sluice ends ' +
+    'that one session and lets the rest run on; containerd holds up the container for it. ' +
+    'What happened (medians):',
+  ...sides,
+  'The stalled client reads nothing: its pipe (one page) is full before the window and takes ' +
+    'no byte during it (the notes give both fills), and its client then stops reading the ' +
+    'socket, so it does not see its own end either.'].join(' ');
+}
+
+function attachText() {
+  return [attachFull(), attachPaced()].filter(Boolean).join('\n\n');
 }
 
 const md = [
   machineText(), '', table(), '',
   misses().length ? `Targets missed:\n${misses().join('\n')}`
     : evaluated.some((r) => r.met != null) ? 'Every measured target met.' : 'No target measured.', '',
+  ...(attachText() ? [attachText(), ''] : []),
   'Negotiated protocols and notes:', notesText(),
 ].join('\n');
 
