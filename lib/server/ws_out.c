@@ -8,6 +8,11 @@
 int sl_ws_out_send(sl_ws_out *o, uint8_t ch, const uint8_t *data, size_t len)
 {
     static const uint8_t none[1];
+    if (!o->base64) {
+        int rc = sl_ws_conn_send_prefixed(o->ws, WSLAY_BINARY_FRAME, ch, data, len);
+        if (rc != SL_ERR_WOULDBLOCK)
+            return rc;
+    }
     size_t need = sl_ws_channel_encoded_len(len, o->base64);
     if (need > o->cap) {
         uint8_t *p = realloc(o->enc, need);

@@ -403,6 +403,44 @@ int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t 
     return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
 }
 
+/* Server frames are unmasked, so a data message can be framed straight
+ * into out (RFC 6455 §5.2, minimal length encoding) with one copy,
+ * instead of wslay's copy into its queue and send_cb's copy into out. Only
+ * when wslay holds nothing, so frames keep their order. */
+int sl_ws_conn_send_prefixed(sl_ws_conn *ws, int opcode, uint8_t prefix, const uint8_t *data,
+                             size_t len)
+{
+    if (ws->scan.client || ws->err || ws->out_err || (opcode != WSLAY_BINARY_FRAME) ||
+        wslay_event_get_queued_msg_count(ws->ctx) > 0 || !wslay_event_get_write_enabled(ws->ctx) ||
+        wslay_event_get_close_sent(ws->ctx))
+        return SL_ERR_WOULDBLOCK;
+    uint64_t n = (uint64_t)len + 1;
+    uint8_t h[10];
+    size_t hl = 2;
+    h[0] = 0x80 | (uint8_t)opcode; /* FIN */
+    if (n < 126) {
+        h[1] = (uint8_t)n;
+    } else if (n <= 0xFFFF) {
+        h[1] = 126;
+        h[2] = (uint8_t)(n >> 8);
+        h[3] = (uint8_t)n;
+        hl = 4;
+    } else {
+        h[1] = 127;
+        for (int i = 0; i < 8; i++)
+            h[2 + i] = (uint8_t)(n >> (56 - 8 * i));
+        hl = 10;
+    }
+    size_t avail;
+    uint8_t *p = sl_bufq_reserve(ws->out, hl + 1, &avail);
+    if (!p)
+        return SL_ERR_NOMEM;
+    memcpy(p, h, hl);
+    p[hl] = prefix;
+    sl_bufq_commit(ws->out, hl + 1);
+    return len ? sl_bufq_append(ws->out, data, len) : SL_OK;
+}
+
 int sl_ws_conn_ping(sl_ws_conn *ws)
 {
     struct wslay_event_msg m = {WSLAY_PING, NULL, 0};
