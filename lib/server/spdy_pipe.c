@@ -14,7 +14,10 @@ int sl_spdy_pipe_init(sl_spdy_pipe *p, sl_conn *c, sl_ws_conn *ws, const sl_spdy
     p->dead = false;
     sl_bufq_init(&p->tbuf);
     p->s = sl_spdy_session_new(SL_SPDY_SERVER, cb, arg, ws ? &p->tbuf : sl_conn_out(c), NULL);
-    return p->s ? SL_OK : SL_ERR_NOMEM;
+    if (!p->s)
+        return SL_ERR_NOMEM;
+    sl_spdy_session_set_direct_limit(p->s, high_water);
+    return SL_OK;
 }
 
 void sl_spdy_pipe_fini(sl_spdy_pipe *p)

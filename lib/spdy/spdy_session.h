@@ -263,6 +263,12 @@ int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n);
  * session's fatal error. */
 int sl_spdy_session_announce_window(sl_spdy_session *s, uint32_t initial_window);
 
+/* Lets sl_spdy_stream_send() write DATA frames straight into out (one copy
+ * instead of two) while out holds fewer than `limit` bytes, the stream has
+ * nothing queued and the windows allow; the rest is queued as usual.
+ * 0 (the default) turns it off. A server sets its output high-water mark. */
+void sl_spdy_session_set_direct_limit(sl_spdy_session *s, size_t limit);
+
 /* Sends a PING (client: odd ids from 1; server: even ids from 2); *id may
  * be NULL. The answer comes as on_pong. Returns SL_OK, SL_ERR_NOMEM or the
  * session's fatal error. */

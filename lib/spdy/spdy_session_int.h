@@ -54,6 +54,7 @@ struct sl_spdy_session {
     bool peer_session_fc;        /* peer uses the session window */
     bool announced;              /* we sent SETTINGS INITIAL_WINDOW_SIZE */
     uint32_t peer_max_streams;   /* its MAX_CONCURRENT_STREAMS, or UINT32_MAX */
+    size_t direct_limit;         /* stream_send frames into out below this; 0 = never */
 
     bool goaway_sent, goaway_recv;
     int dead; /* sticky fatal error, 0 while alive */

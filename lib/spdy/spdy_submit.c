@@ -73,6 +73,16 @@ static bool sendable(const sl_spdy_session *s, const sl_spdy_stream *st)
     return true;
 }
 
+/* Largest frame the windows allow now (enforced ones only). */
+static size_t window_room(const sl_spdy_session *s, const sl_spdy_stream *st, size_t n)
+{
+    if (s->peer_fc && (int64_t)n > st->send_window)
+        n = st->send_window > 0 ? (size_t)st->send_window : 0;
+    if (s->peer_session_fc && (int64_t)n > s->send_window)
+        n = s->send_window > 0 ? (size_t)s->send_window : 0;
+    return n;
+}
+
 /* Writes one DATA frame (at most one quantum, within enforced windows) and
  * the FIN once the queue is empty. */
 static int emit_one(sl_spdy_session *s, sl_spdy_stream *st)
@@ -80,10 +90,7 @@ static int emit_one(sl_spdy_session *s, sl_spdy_stream *st)
     size_t n = sl_bufq_len(&st->oq);
     if (n > SL_SPDY_MAX_DATA_FRAME)
         n = SL_SPDY_MAX_DATA_FRAME;
-    if (s->peer_fc && (int64_t)n > st->send_window)
-        n = (size_t)st->send_window;
-    if (s->peer_session_fc && (int64_t)n > s->send_window)
-        n = (size_t)s->send_window;
+    n = window_room(s, st, n);
     if (n) {
         int rc = sl_spdy_write_data_from(s->out, st->id, 0, &st->oq, n);
         if (rc != SL_OK)
@@ -338,6 +345,30 @@ int sl_spdy_stream_reset(sl_spdy_session *s, uint32_t id, uint32_t status)
 
 /* ---- data -------------------------------------------------------------------- */
 
+void sl_spdy_session_set_direct_limit(sl_spdy_session *s, size_t limit)
+{
+    s->direct_limit = limit;
+}
+
+/* Nothing queued ahead on this stream: frames go straight to out while it
+ * is below the direct limit. Returns how many bytes left that way. */
+static size_t send_direct(sl_spdy_session *s, sl_spdy_stream *st, const uint8_t *data, size_t len)
+{
+    size_t done = 0;
+    while (done < len && sl_bufq_len(s->out) < s->direct_limit) {
+        size_t n = len - done;
+        if (n > SL_SPDY_MAX_DATA_FRAME)
+            n = SL_SPDY_MAX_DATA_FRAME;
+        n = window_room(s, st, n);
+        if (n == 0 || sl_spdy_write_data(s->out, st->id, 0, data + done, n) != SL_OK)
+            break;
+        st->send_window -= (int64_t)n;
+        s->send_window -= (int64_t)n;
+        done += n;
+    }
+    return done;
+}
+
 int sl_spdy_stream_send(sl_spdy_session *s, uint32_t id, const uint8_t *data, size_t len, bool fin)
 {
     if (s->dead)
@@ -347,6 +378,11 @@ int sl_spdy_stream_send(sl_spdy_session *s, uint32_t id, const uint8_t *data, si
         return SL_ERR_NOTFOUND;
     if (st->fin_queued || st->out_closed || (!st->local && !st->replied))
         return SL_ERR_STATE;
+    if (len && s->direct_limit && st->replied && sl_bufq_len(&st->oq) == 0) {
+        size_t done = send_direct(s, st, data, len);
+        data += done;
+        len -= done;
+    }
     if (len && sl_bufq_append(&st->oq, data, len) != SL_OK)
         return SL_ERR_NOMEM;
     if (fin)
