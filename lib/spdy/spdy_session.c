@@ -284,6 +284,13 @@ static int on_syn_reply(sl_spdy_session *s, const sl_spdy_ctrl *c)
     if (nv_err != SL_OK)
         return stream_error(s, id, SL_SPDY_PROTOCOL_ERROR);
     st->replied = true;
+    /* A peer that uses our announced window answers our SETTINGS at once,
+     * before any reply (ours does). One that replies without it is
+     * spdystream, which ignores windows: credit for it would only be bytes
+     * it may never read, and bytes reaching a socket it closed come back
+     * as a RST that destroys what we have not read yet. */
+    if (s->announced && !s->peer_fc)
+        s->peer_silent = true;
     if (s->cb.on_reply)
         s->cb.on_reply(s->arg, id, nv, n);
     if (c->flags & SL_SPDY_FLAG_FIN)

@@ -27,7 +27,10 @@
  * do. Our stream windows are the SPDY default, 64 KiB, unless we announced
  * another size with sl_spdy_session_announce_window(). Credit is returned
  * with WINDOW_UPDATE only to a peer that uses flow control, or after we
- * announced: for a stream as the application reports what it has used with
+ * announced, unless the peer then replied to one of our streams without
+ * any sign of flow control (spdystream: it would never read the credit,
+ * and bytes sent to a socket it closed come back as a RST that destroys
+ * what we have not read yet): for a stream as the application reports what it has used with
  * sl_spdy_stream_consumed(); for the session (stream 0) as bytes arrive,
  * so a stalled stream holds at most its own window and never takes the
  * session window from the others (the stream windows, times max_streams,

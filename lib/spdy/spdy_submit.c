@@ -158,10 +158,11 @@ bool sl_spdy_session_want_write(const sl_spdy_session *s)
 
 /* ---- flow-control credit ----------------------------------------------------- */
 
-/* Credit goes out once the peer uses flow control or we announced ours. */
+/* Credit goes out once the peer uses flow control, or we announced ours
+ * and the peer has not shown that it ignores it (peer_silent). */
 static bool credit_on(const sl_spdy_session *s)
 {
-    return (s->peer_fc || s->announced) && !s->dead;
+    return (s->peer_fc || (s->announced && !s->peer_silent)) && !s->dead;
 }
 
 /* Sends the credit as WINDOW_UPDATE(s) once it reached threshold. */
