@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -184,4 +185,13 @@ int sl_rm_rf(const char *path, sl_error *e)
     if (lstat(path, &st) < 0)
         return errno == ENOENT ? 0 : sl_error_set(e, errno, "stat %s", path);
     return rm_at(AT_FDCWD, path, st.st_dev, e);
+}
+
+void sl_raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 }

@@ -24,6 +24,12 @@ char *sl_path_join(const char *a, const char *b);
 /* Scoped cleanup helpers: `SL_AUTOFREE char *p = ...;` */
 void sl_freep(void *p);
 void sl_closep(int *fd);
+
+/* Raises the soft open-file limit to the hard one (as Go programs do at
+ * start): a daemon holds several fds per streaming session, and the
+ * default soft limit (1024) would cap it near 300 sessions. Containers get
+ * their own limit from the OCI spec. */
+void sl_raise_nofile(void);
 #define SL_AUTOFREE __attribute__((cleanup(sl_freep)))
 #define SL_AUTOCLOSE __attribute__((cleanup(sl_closep)))
 

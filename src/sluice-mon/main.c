@@ -246,6 +246,7 @@ int main(int argc, char **argv)
         }
         close(ready[0]);
     }
+    sl_raise_nofile();
     int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &e) < 0 ? -1 : 0;
     const char *msg = rc < 0 ? e.msg : "ok";
     if (ready[1] >= 0) {

@@ -21,11 +21,11 @@
 #define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */
 #define SL_MON_MAX_CONNS 16            /* control connections at once */
 #define SL_MON_MAX_CONTAINERS 128      /* hello lists them all in one message */
-#define SL_MON_MAX_EXECS 256
-#define SL_MON_MAX_SESSIONS 64                      /* attach sessions per container */
-#define SL_MON_MAX_STOP_TIMEOUT 86400               /* seconds */
-#define SL_MON_ERR_TEXT 1024                        /* bytes of a runc error kept for a reply */
-#define SL_MON_UNCLAIMED 64                         /* exits of not-yet-known container pids kept */
+#define SL_MON_MAX_EXECS 4096          /* concurrent execs per pod (two fds each here) */
+#define SL_MON_MAX_SESSIONS 64         /* attach sessions per container */
+#define SL_MON_MAX_STOP_TIMEOUT 86400  /* seconds */
+#define SL_MON_ERR_TEXT 1024           /* bytes of a runc error kept for a reply */
+#define SL_MON_UNCLAIMED 64            /* exits of not-yet-known container pids kept */
 #define SL_MON_BUNDLE_CONFIG_MAX (4u * 1024 * 1024) /* bytes of a bundle's config.json */
 #define SL_MON_KILL_RETRY_MS 100                    /* kill_exec before the pid file exists */
 
@@ -106,7 +106,7 @@ struct mon_exec {
     bool tty;
     pid_t pid; /* the exec'd process, from the pid file; 0 = not known */
     mon_job *job;
-    bool exited;   /* the exit code is known */
+    bool exited; /* the exit code is known */
     int exit_code;
     mon_console *console;
     int master;         /* tty: our copy of the PTY master, -1 */

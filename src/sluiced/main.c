@@ -174,6 +174,7 @@ int main(int argc, char **argv)
         sl_config_fini(&d.cfg);
         return what < 0 ? 2 : 0;
     }
+    sl_raise_nofile();
     d.loop = uv_default_loop();
     int rc = run(&d);
     cleanup(&d);
