@@ -8,7 +8,6 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,123 +19,7 @@
 #include "fsutil.h"
 #include "image/image_ref.h"
 #include "image/image_tar.h"
-
-/* ---- building tars in memory with libarchive's writer ---- */
-
-typedef struct buf {
-    unsigned char *p;
-    size_t len, cap;
-} buf;
-
-static la_ssize_t buf_write(struct archive *a, void *arg, const void *data, size_t n)
-{
-    (void)a;
-    buf *b = arg;
-    if (b->len + n > b->cap) {
-        b->cap = (b->len + n) * 2;
-        b->p = realloc(b->p, b->cap);
-        assert_non_null(b->p);
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    return (la_ssize_t)n;
-}
-
-static struct archive *tw_open(buf *out, int gzip)
-{
-    struct archive *a = archive_write_new();
-    archive_write_set_format_pax_restricted(a);
-    if (gzip)
-        archive_write_add_filter_gzip(a);
-    archive_write_set_bytes_in_last_block(a, 1);
-    memset(out, 0, sizeof(*out));
-    assert_int_equal(archive_write_open(a, out, NULL, buf_write, NULL), ARCHIVE_OK);
-    return a;
-}
-
-typedef struct ent {
-    const char *path;
-    unsigned type; /* AE_IF*; 0 with link set: hard link */
-    unsigned mode;
-    const char *data;
-    const char *link; /* symlink or hard-link target */
-    unsigned uid, gid;
-    time_t mtime;
-    dev_t rdev;
-    const char *xattr; /* "name" with value "v" */
-} ent;
-
-static void tw_add(struct archive *a, const ent *x)
-{
-    struct archive_entry *e = archive_entry_new();
-    archive_entry_set_pathname(e, x->path);
-    size_t size = x->data ? strlen(x->data) : 0;
-    if (x->type == 0 && x->link) {
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_hardlink(e, x->link);
-        size = 0;
-    } else {
-        archive_entry_set_filetype(e, x->type);
-    }
-    if (x->type == AE_IFLNK)
-        archive_entry_set_symlink(e, x->link);
-    archive_entry_set_perm(e, x->mode ? x->mode : 0644);
-    archive_entry_set_uid(e, x->uid);
-    archive_entry_set_gid(e, x->gid);
-    archive_entry_set_mtime(e, x->mtime ? x->mtime : 1000000, 0);
-    archive_entry_set_rdev(e, x->rdev);
-    archive_entry_set_size(e, size);
-    if (x->xattr)
-        archive_entry_xattr_add_entry(e, x->xattr, "v", 1);
-    assert_int_equal(archive_write_header(a, e), ARCHIVE_OK);
-    if (size)
-        assert_int_equal(archive_write_data(a, x->data, size), (la_ssize_t)size);
-    archive_entry_free(e);
-}
-
-static void tw_close(struct archive *a)
-{
-    assert_int_equal(archive_write_close(a), ARCHIVE_OK);
-    archive_write_free(a);
-}
-
-static buf make_tar(const ent *ents, size_t n, int gzip)
-{
-    buf b;
-    struct archive *a = tw_open(&b, gzip);
-    for (size_t i = 0; i < n; i++)
-        tw_add(a, &ents[i]);
-    tw_close(a);
-    return b;
-}
-
-static void sha256_hex(const void *data, size_t len, char out[SL_DIGEST_STR_LEN])
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen;
-    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
-    sl_digest_format(md, out);
-}
-
-/* A hand-made ustar header (for sizes the writer would pad out). */
-static void raw_header(unsigned char h[512], const char *name, char type, const char *size_octal)
-{
-    memset(h, 0, 512);
-    snprintf((char *)h, 100, "%s", name);
-    memcpy(h + 100, "0000644", 8);
-    memcpy(h + 108, "0000000", 8);
-    memcpy(h + 116, "0000000", 8);
-    snprintf((char *)h + 124, 12, "%s", size_octal);
-    memcpy(h + 136, "00000000000", 12);
-    h[156] = (unsigned char)type;
-    memcpy(h + 257, "ustar", 6);
-    memcpy(h + 263, "00", 2);
-    memset(h + 148, ' ', 8);
-    unsigned sum = 0;
-    for (int i = 0; i < 512; i++)
-        sum += h[i];
-    snprintf((char *)h + 148, 8, "%06o", sum);
-}
+#include "tar_build.h"
 
 /* ---- a scratch layer directory per test ---- */
 
@@ -179,16 +62,6 @@ static char *at(const fx *f, const char *rel)
     return p[k];
 }
 
-static void assert_file(const char *path, const char *content)
-{
-    char *data;
-    size_t len;
-    assert_int_equal(sl_read_file(path, 1 << 20, &data, &len, NULL), 0);
-    assert_int_equal(len, strlen(content));
-    assert_memory_equal(data, content, len);
-    free(data);
-}
-
 static int is_whiteout(const char *path)
 {
     struct stat st;
@@ -199,14 +72,11 @@ static size_t count_entries(const char *dir)
 {
     char cmd[256];
     snprintf(cmd, sizeof(cmd), "find %s -mindepth 1 | wc -l", dir);
-    FILE *p = popen(cmd, "r");
-    size_t n = 0;
-    assert_int_equal(fscanf(p, "%zu", &n), 1);
-    pclose(p);
-    return n;
+    return tar_shell_count(cmd);
 }
 
-static int unpack(fx *f, const buf *b, const sl_layer_limits *lim, sl_layer_stats *st, sl_error *e)
+static int unpack(fx *f, const tar_buf *b, const sl_layer_limits *lim, sl_layer_stats *st,
+                  sl_error *e)
 {
     return sl_layer_unpack_mem(b->p, b->len, SL_LAYER_AUTO, f->fd, lim, st, e);
 }
@@ -246,7 +116,7 @@ static void test_path_clean(void **state)
 
 /* ---- the sample layer: every kind of entry ---- */
 
-static const ent sample[] = {
+static const tar_ent sample[] = {
     {.path = "./", .type = AE_IFDIR, .mode = 0755, .mtime = 1111},
     {.path = "bin/", .type = AE_IFDIR, .mode = 0755, .mtime = 2222},
     {.path = "bin/tool",
@@ -285,20 +155,20 @@ static void check_sample_tree(const fx *f)
     struct stat st2;
     assert_int_equal(lstat(at(f, "bin/tool2"), &st2), 0);
     assert_int_equal(st2.st_ino, st.st_ino);
-    assert_file(at(f, "bin/tool"), "#!tool\n");
+    tar_assert_file(at(f, "bin/tool"), "#!tool\n");
     char target[64] = {0};
     assert_int_equal(readlink(at(f, "bin/sh"), target, sizeof(target) - 1), 4);
     assert_string_equal(target, "tool");
     assert_int_equal(lstat(at(f, "bin/sh"), &st), 0);
     assert_int_equal(st.st_mtime, 4444);
-    assert_file(at(f, "etc/deep/conf"), "k=v\n");
+    tar_assert_file(at(f, "etc/deep/conf"), "k=v\n");
     assert_true(is_whiteout(at(f, "etc/removed")));
     assert_int_equal(access(at(f, "etc/.wh.removed"), F_OK), -1);
     char v[8] = {0};
     assert_int_equal(getxattr(at(f, "var"), "trusted.overlay.opaque", v, sizeof(v)), 1);
     assert_string_equal(v, "y");
     assert_int_equal(access(at(f, "var/.wh..wh..opq"), F_OK), -1);
-    assert_file(at(f, "var/keep"), "kept");
+    tar_assert_file(at(f, "var/keep"), "kept");
     assert_int_equal(access(at(f, ".wh..wh.plnk"), F_OK), -1);
     assert_int_equal(access(at(f, "dev/null"), F_OK), -1); /* not created */
     assert_true(is_whiteout(at(f, "dev/wh")));
@@ -324,13 +194,13 @@ static void test_sample_layer(void **state)
     fx *f = *state;
     if (geteuid() != 0)
         skip(); /* chown and mknod need root */
-    buf b = make_tar(sample, NSAMPLE, 0);
+    tar_buf b = tar_make(sample, NSAMPLE, 0);
     sl_layer_stats st;
     sl_error e = {0};
     assert_int_equal(unpack(f, &b, NULL, &st, &e), 0);
     check_sample_tree(f);
     char want[SL_DIGEST_STR_LEN];
-    sha256_hex(b.p, b.len, want);
+    tar_sha256(b.p, b.len, want);
     assert_string_equal(st.diff_id, want);
     assert_int_equal(st.stream_bytes, b.len);
     assert_int_equal(st.entries, NSAMPLE);
@@ -346,10 +216,10 @@ static void test_gzip_layer(void **state)
     fx *f = *state;
     if (geteuid() != 0)
         skip();
-    buf plain = make_tar(sample, NSAMPLE, 0), gz = make_tar(sample, NSAMPLE, 1);
+    tar_buf plain = tar_make(sample, NSAMPLE, 0), gz = tar_make(sample, NSAMPLE, 1);
     assert_int_equal(gz.p[0], 0x1f);
     char want[SL_DIGEST_STR_LEN];
-    sha256_hex(plain.p, plain.len, want);
+    tar_sha256(plain.p, plain.len, want);
     sl_layer_stats st;
     assert_int_equal(sl_layer_unpack_mem(gz.p, gz.len, SL_LAYER_GZIP, f->fd, NULL, &st, NULL), 0);
     assert_string_equal(st.diff_id, want);
@@ -382,14 +252,14 @@ static ssize_t chunk_read(void *ctx, const void **out)
     return (ssize_t)n;
 }
 
-static const ent small[] = {
+static const tar_ent small[] = {
     {.path = "d/", .type = AE_IFDIR, .mode = 0755},
     {.path = "d/f", .type = AE_IFREG, .data = "hello world"},
     {.path = "d/.wh.g", .type = AE_IFREG},
     {.path = "l", .type = AE_IFLNK, .link = "d/f"},
 };
 
-static void unpack_split(fx *f, const buf *b, size_t step, size_t cut, const char *want)
+static void unpack_split(fx *f, const tar_buf *b, size_t step, size_t cut, const char *want)
 {
     sl_rm_rf(f->outside, NULL);
     assert_int_equal(mkdir(f->outside, 0700), 0);
@@ -403,7 +273,7 @@ static void unpack_split(fx *f, const buf *b, size_t step, size_t cut, const cha
     assert_string_equal(st.diff_id, want);
     char p[128];
     snprintf(p, sizeof(p), "%s/d/f", f->outside);
-    assert_file(p, "hello world");
+    tar_assert_file(p, "hello world");
     close(fd);
 }
 
@@ -413,9 +283,9 @@ static void test_every_split(void **state)
     if (geteuid() != 0)
         skip();
     for (int gz = 0; gz <= 1; gz++) {
-        buf plain = make_tar(small, 4, 0), b = make_tar(small, 4, gz);
+        tar_buf plain = tar_make(small, 4, 0), b = tar_make(small, 4, gz);
         char want[SL_DIGEST_STR_LEN];
-        sha256_hex(plain.p, plain.len, want);
+        tar_sha256(plain.p, plain.len, want);
         unpack_split(f, &b, 1, 0, want); /* byte by byte */
         for (size_t cut = 0; cut <= b.len; cut += gz ? 1 : 7)
             unpack_split(f, &b, 0, cut, want);
@@ -429,7 +299,7 @@ static void test_fd_source(void **state)
     fx *f = *state;
     if (geteuid() != 0)
         skip();
-    buf b = make_tar(small, 4, 1);
+    tar_buf b = tar_make(small, 4, 1);
     char path[128];
     snprintf(path, sizeof(path), "%s/layer.tgz", f->outside);
     assert_int_equal(sl_write_file_atomic(path, b.p, b.len, 0600, NULL), 0);
@@ -437,7 +307,7 @@ static void test_fd_source(void **state)
     sl_layer_stats st;
     assert_int_equal(sl_layer_unpack_fd(fd, SL_LAYER_AUTO, f->fd, NULL, &st, NULL), 0);
     close(fd);
-    assert_file(at(f, "d/f"), "hello world");
+    tar_assert_file(at(f, "d/f"), "hello world");
     assert_true(is_whiteout(at(f, "d/g")));
     free(b.p);
 }
@@ -449,7 +319,7 @@ static void test_replace(void **state)
     char outside_file[128];
     snprintf(outside_file, sizeof(outside_file), "%s/victim", f->outside);
     assert_int_equal(sl_write_file_atomic(outside_file, "orig", 4, 0644, NULL), 0);
-    const ent ents[] = {
+    const tar_ent ents[] = {
         {.path = "s", .type = AE_IFLNK, .link = outside_file},
         {.path = "s", .type = AE_IFREG, .data = "new"},
         {.path = "a", .type = AE_IFREG, .data = "A"},
@@ -462,23 +332,23 @@ static void test_replace(void **state)
         {.path = "e/in", .type = AE_IFREG, .data = "in"},
         {.path = "a", .link = "a"},
     };
-    buf b = make_tar(ents, sizeof(ents) / sizeof(ents[0]), 0);
+    tar_buf b = tar_make(ents, N(ents), 0);
     sl_error e = {0};
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), 0);
-    assert_file(outside_file, "orig");
-    assert_file(at(f, "s"), "new");
-    assert_file(at(f, "a"), "A");
-    assert_file(at(f, "b"), "B");
-    assert_file(at(f, "d"), "d is a file now");
-    assert_file(at(f, "e/in"), "in");
+    tar_assert_file(outside_file, "orig");
+    tar_assert_file(at(f, "s"), "new");
+    tar_assert_file(at(f, "a"), "A");
+    tar_assert_file(at(f, "b"), "B");
+    tar_assert_file(at(f, "d"), "d is a file now");
+    tar_assert_file(at(f, "e/in"), "in");
     free(b.p);
 }
 
 /* ---- hostile layers: each fails with a message and writes nothing outside ---- */
 
-static void expect_reject(fx *f, const ent *ents, size_t n, const char *needle)
+static void expect_reject(fx *f, const tar_ent *ents, size_t n, const char *needle)
 {
-    buf b = make_tar(ents, n, 0);
+    tar_buf b = tar_make(ents, n, 0);
     sl_error e = {0};
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     if (!strstr(e.msg, needle))
@@ -492,10 +362,10 @@ static void test_reject_dotdot(void **state)
     fx *f = *state;
     char rel[128];
     snprintf(rel, sizeof(rel), "../%s/evil", strrchr(f->outside, '/') + 1);
-    const ent ents[] = {{.path = "ok", .type = AE_IFREG, .data = "1"},
-                        {.path = rel, .type = AE_IFREG, .data = "evil"}};
+    const tar_ent ents[] = {{.path = "ok", .type = AE_IFREG, .data = "1"},
+                            {.path = rel, .type = AE_IFREG, .data = "evil"}};
     expect_reject(f, ents, 2, "\"..\" component");
-    const ent ents2[] = {{.path = "a/../../x", .type = AE_IFDIR}};
+    const tar_ent ents2[] = {{.path = "a/../../x", .type = AE_IFDIR}};
     expect_reject(f, ents2, 1, "\"..\"");
 }
 
@@ -504,21 +374,21 @@ static void test_reject_absolute(void **state)
     fx *f = *state;
     char abs[128];
     snprintf(abs, sizeof(abs), "%s/evil", f->outside);
-    const ent ents[] = {{.path = abs, .type = AE_IFREG, .data = "evil"}};
+    const tar_ent ents[] = {{.path = abs, .type = AE_IFREG, .data = "evil"}};
     expect_reject(f, ents, 1, "absolute path");
 }
 
 static void test_reject_through_symlink(void **state)
 {
     fx *f = *state;
-    const ent ents[] = {{.path = "link", .type = AE_IFLNK, .link = f->outside},
-                        {.path = "link/evil", .type = AE_IFREG, .data = "evil"}};
+    const tar_ent ents[] = {{.path = "link", .type = AE_IFLNK, .link = f->outside},
+                            {.path = "link/evil", .type = AE_IFREG, .data = "evil"}};
     expect_reject(f, ents, 2, "link/evil: link is a symlink or not a directory");
-    const ent ents2[] = {{.path = "up", .type = AE_IFLNK, .link = ".."},
-                         {.path = "up/x", .type = AE_IFREG, .data = "evil"}};
+    const tar_ent ents2[] = {{.path = "up", .type = AE_IFLNK, .link = ".."},
+                             {.path = "up/x", .type = AE_IFREG, .data = "evil"}};
     expect_reject(f, ents2, 2, "symlink");
-    const ent ents3[] = {{.path = "d", .type = AE_IFLNK, .link = f->outside},
-                         {.path = "d/.wh..wh..opq", .type = AE_IFREG}};
+    const tar_ent ents3[] = {{.path = "d", .type = AE_IFLNK, .link = f->outside},
+                             {.path = "d/.wh..wh..opq", .type = AE_IFREG}};
     expect_reject(f, ents3, 2, "symlink");
 }
 
@@ -528,8 +398,8 @@ static void test_reject_hardlinks(void **state)
     char victim[128];
     snprintf(victim, sizeof(victim), "%s/victim", f->outside);
     sl_write_file_atomic(victim, "v", 1, 0644, NULL);
-    const ent out1[] = {{.path = "h", .link = victim}};
-    buf b = make_tar(out1, 1, 0);
+    const tar_ent out1[] = {{.path = "h", .link = victim}};
+    tar_buf b = tar_make(out1, 1, 0);
     sl_error e = {0};
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "absolute path"));
@@ -539,19 +409,19 @@ static void test_reject_hardlinks(void **state)
     assert_int_equal(st.st_nlink, 1);
     char rel[128];
     snprintf(rel, sizeof(rel), "../%s/victim", strrchr(f->outside, '/') + 1);
-    const ent out2[] = {{.path = "h", .link = rel}};
-    b = make_tar(out2, 1, 0);
+    const tar_ent out2[] = {{.path = "h", .link = rel}};
+    b = tar_make(out2, 1, 0);
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "hard link"));
     free(b.p);
-    const ent out3[] = {{.path = "s", .type = AE_IFLNK, .link = f->outside},
-                        {.path = "h", .link = "s/victim"}};
-    b = make_tar(out3, 2, 0);
+    const tar_ent out3[] = {{.path = "s", .type = AE_IFLNK, .link = f->outside},
+                            {.path = "h", .link = "s/victim"}};
+    b = tar_make(out3, 2, 0);
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "symlink"));
     free(b.p);
-    const ent missing[] = {{.path = "h", .link = "nowhere"}};
-    b = make_tar(missing, 1, 0);
+    const tar_ent missing[] = {{.path = "h", .link = "nowhere"}};
+    b = tar_make(missing, 1, 0);
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "not an earlier entry"));
     free(b.p);
@@ -562,9 +432,9 @@ static void test_reject_hardlinks(void **state)
 static void test_reject_bad_whiteout(void **state)
 {
     fx *f = *state;
-    const ent ents[] = {{.path = "a/.wh.", .type = AE_IFREG}};
+    const tar_ent ents[] = {{.path = "a/.wh.", .type = AE_IFREG}};
     expect_reject(f, ents, 1, "bad whiteout name");
-    const ent ents2[] = {{.path = "a/.wh...", .type = AE_IFREG}};
+    const tar_ent ents2[] = {{.path = "a/.wh...", .type = AE_IFREG}};
     expect_reject(f, ents2, 1, "bad whiteout name");
 }
 
@@ -573,14 +443,14 @@ static void test_reject_huge_size(void **state)
     fx *f = *state;
     unsigned char t[512 * 4];
     memset(t, 0, sizeof(t));
-    raw_header(t, "big", '0', "77777777777"); /* 8 GiB - 1, no data follows */
+    tar_raw_header(t, "big", '0', "77777777777"); /* 8 GiB - 1, no data follows */
     sl_layer_limits lim = {1 << 20, 100, 4096};
     sl_error e = {0};
     assert_int_equal(sl_layer_unpack_mem(t, sizeof(t), SL_LAYER_NONE, f->fd, &lim, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "big: declares 8589934591 bytes"));
     assert_int_equal(e.errnum, EFBIG);
     /* within the limit but the data is not there: truncated */
-    raw_header(t, "big", '0', "00000100000");
+    tar_raw_header(t, "big", '0', "00000100000");
     assert_int_equal(sl_layer_unpack_mem(t, sizeof(t), SL_LAYER_NONE, f->fd, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "big"));
 }
@@ -591,9 +461,9 @@ static void test_reject_truncated(void **state)
     char data[3000];
     memset(data, 'z', sizeof(data) - 1);
     data[sizeof(data) - 1] = '\0';
-    const ent ents[] = {{.path = "f", .type = AE_IFREG, .data = data},
-                        {.path = "g", .type = AE_IFREG, .data = "g"}};
-    buf b = make_tar(ents, 2, 0);
+    const tar_ent ents[] = {{.path = "f", .type = AE_IFREG, .data = data},
+                            {.path = "g", .type = AE_IFREG, .data = "g"}};
+    tar_buf b = tar_make(ents, 2, 0);
     for (size_t cut = 1; cut < b.len - 1024; cut += 97) {
         sl_rm_rf(f->dir, NULL);
         mkdir(f->dir, 0700);
@@ -611,10 +481,10 @@ static void test_reject_truncated(void **state)
 static void test_limits(void **state)
 {
     fx *f = *state;
-    const ent three[] = {{.path = "a", .type = AE_IFREG, .data = "1"},
-                         {.path = "b", .type = AE_IFREG, .data = "2"},
-                         {.path = "c", .type = AE_IFREG, .data = "3"}};
-    buf b = make_tar(three, 3, 0);
+    const tar_ent three[] = {{.path = "a", .type = AE_IFREG, .data = "1"},
+                             {.path = "b", .type = AE_IFREG, .data = "2"},
+                             {.path = "c", .type = AE_IFREG, .data = "3"}};
+    tar_buf b = tar_make(three, 3, 0);
     sl_layer_limits lim = {1 << 20, 2, 4096};
     sl_error e = {0};
     assert_int_equal(unpack(f, &b, &lim, NULL, &e), -1);
@@ -623,8 +493,8 @@ static void test_limits(void **state)
     assert_int_equal(unpack(f, &b, &lim, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "over 2048 bytes uncompressed"));
     free(b.p);
-    const ent deep[] = {{.path = "aaaaaaaaaa/bbbbbbbbbb/cccccccccc", .type = AE_IFREG}};
-    b = make_tar(deep, 1, 0);
+    const tar_ent deep[] = {{.path = "aaaaaaaaaa/bbbbbbbbbb/cccccccccc", .type = AE_IFREG}};
+    b = tar_make(deep, 1, 0);
     lim = (sl_layer_limits){1 << 20, 100, 16};
     assert_int_equal(unpack(f, &b, &lim, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "path over 16 bytes"));
@@ -633,8 +503,8 @@ static void test_limits(void **state)
     for (int i = 0; i < 257; i++)
         memcpy(deeper + 2 * i, "a/", 2);
     deeper[2 * 257 - 1] = '\0';
-    const ent too_deep[] = {{.path = deeper, .type = AE_IFREG}};
-    b = make_tar(too_deep, 1, 0);
+    const tar_ent too_deep[] = {{.path = deeper, .type = AE_IFREG}};
+    b = tar_make(too_deep, 1, 0);
     assert_int_equal(unpack(f, &b, NULL, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "over 256 levels deep"));
     free(b.p);
@@ -646,8 +516,8 @@ static void test_gzip_bomb(void **state)
     fx *f = *state;
     char *zeros = calloc(1, 8 << 20);
     memset(zeros, 'a', (8 << 20) - 1);
-    const ent ents[] = {{.path = "bomb", .type = AE_IFREG, .data = zeros}};
-    buf b = make_tar(ents, 1, 1);
+    const tar_ent ents[] = {{.path = "bomb", .type = AE_IFREG, .data = zeros}};
+    tar_buf b = tar_make(ents, 1, 1);
     free(zeros);
     assert_true(b.len < 100000);
     sl_layer_limits lim = {1 << 20, 100, 4096};
@@ -670,7 +540,7 @@ static void test_garbage(void **state)
     assert_int_equal(sl_layer_unpack_mem("", 0, SL_LAYER_AUTO, f->fd, NULL, &st, &e), 0);
     assert_int_equal(st.entries, 0);
     char want[SL_DIGEST_STR_LEN];
-    sha256_hex("", 0, want);
+    tar_sha256("", 0, want);
     assert_string_equal(st.diff_id, want);
 }
 
