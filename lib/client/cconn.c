@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/uvout.h"
 #include "sluice/error.h"
 
 #define READ_BUF_SIZE (64u * 1024)
-#define WRITE_IOV_MAX 64
 #define ERR_MAX 512
 
 typedef enum cstate {
@@ -26,7 +26,7 @@ struct sl_cconn {
     uv_timer_t timer; /* answer timeout, then linger */
     uv_getaddrinfo_t gai;
     uv_connect_t creq;
-    uv_write_t wreq;
+    sl_uvout wout;
     uv_shutdown_t sreq;
     bool tcp_live, resolving, connected, reading, paused, shutting, shut_done, eof_seen;
     struct addrinfo *ai, *next_ai;
@@ -34,7 +34,6 @@ struct sl_cconn {
     sl_upgrade up;
     sl_http_resp_parser resp;
     sl_bufq out;
-    size_t writing;
     int handles; /* open handles + a pending getaddrinfo */
     sl_cconn_callbacks cb;
     void *arg;
@@ -206,8 +205,7 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
 static void write_cb(uv_write_t *req, int status)
 {
     sl_cconn *c = req->data;
-    size_t n = c->writing;
-    c->writing = 0;
+    sl_uvout_done(&c->wout, &c->out, status);
     if (c->state == ST_DEAD)
         return;
     if (status < 0) {
@@ -222,7 +220,6 @@ static void write_cb(uv_write_t *req, int status)
         }
         return;
     }
-    sl_bufq_consume(&c->out, n);
     flush(c);
     if (c->state == ST_UPGRADED && c->cb.on_drained)
         c->cb.on_drained(c->arg);
@@ -230,31 +227,17 @@ static void write_cb(uv_write_t *req, int status)
 
 static void flush(sl_cconn *c)
 {
-    if (c->writing || !c->connected || c->state == ST_DEAD)
+    if (!c->connected || c->state == ST_DEAD)
         return;
-    if (sl_bufq_len(&c->out) == 0) {
-        if (c->state == ST_FINISHING && !c->shutting) {
-            c->shutting = true;
-            c->sreq.data = c;
-            if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
-                kill_conn(c);
-        }
-        return;
-    }
-    uv_buf_t bufs[WRITE_IOV_MAX];
-    struct iovec iov[WRITE_IOV_MAX];
-    int n = sl_bufq_peek(&c->out, iov, WRITE_IOV_MAX);
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
-        total += iov[i].iov_len;
-    }
-    c->wreq.data = c;
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, (unsigned)n, write_cb) < 0) {
+    int rc = sl_uvout_flush(&c->wout, (uv_stream_t *)&c->tcp, &c->out, write_cb);
+    if (rc < 0) {
         kill_conn(c);
-        return;
+    } else if (rc == 0 && c->state == ST_FINISHING && !c->shutting) {
+        c->shutting = true;
+        c->sreq.data = c;
+        if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
+            kill_conn(c);
     }
-    c->writing = total;
 }
 
 /* ---- connecting ------------------------------------------------------------ */
@@ -387,7 +370,7 @@ int sl_cconn_new(uv_loop_t *loop, const char *url, const sl_upgrade *up,
     sl_bufq_init(&c->out);
     sl_http_resp_init(&c->resp, NULL);
     uv_timer_init(loop, &c->timer);
-    c->timer.data = c;
+    c->timer.data = c->wout.req.data = c;
     c->handles = 1;
     int rc = start(c, url, headers, nheaders, timeout_ms);
     if (rc != SL_OK) {

@@ -6,10 +6,10 @@
 #include <string.h>
 
 #include "http/http_response.h"
+#include "io/uvout.h"
 #include "server/server_impl.h"
 
 #define READ_BUF_SIZE (64u * 1024)
-#define WRITE_IOV_MAX 64
 /* A finishing connection whose peer reads nothing for this long is cut. */
 #define SL_CONN_FINISH_TIMEOUT_MS 30000u
 /* After our last byte, wait this long for the peer's EOF before closing, so
@@ -28,14 +28,13 @@ typedef enum conn_state {
 struct sl_conn {
     uv_tcp_t tcp;
     uv_timer_t timer; /* head timeout */
-    uv_write_t wreq;
+    sl_uvout wout;
     uv_shutdown_t sreq;
     sl_server *srv;
     sl_conn *prev, *next;
     conn_state state;
     sl_http_head_parser head;
     sl_bufq out;
-    size_t writing; /* bytes handed to the current uv_write */
     bool reading, paused, closing, shutting;
     const sl_conn_proto *proto;
     void *ps;
@@ -106,15 +105,13 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
 static void write_cb(uv_write_t *req, int status)
 {
     sl_conn *c = req->data;
-    size_t n = c->writing;
-    c->writing = 0;
+    size_t n = sl_uvout_done(&c->wout, &c->out, status);
     if (c->closing)
         return;
     if (status < 0) {
         conn_close(c);
         return;
     }
-    sl_bufq_consume(&c->out, n);
     if (c->state == CONN_FINISHING)
         uv_timer_start(&c->timer, expire_cb, SL_CONN_FINISH_TIMEOUT_MS, 0);
     /* Same bound as sl_conn_congested: a session fills the queue while it
@@ -128,32 +125,17 @@ static void write_cb(uv_write_t *req, int status)
 
 void sl_conn_flush(sl_conn *c)
 {
-    if (c->closing || c->writing)
+    if (c->closing)
         return;
-    size_t len = sl_bufq_len(&c->out);
-    if (len == 0) {
-        if (c->state == CONN_FINISHING && !c->shutting) {
-            c->shutting = true;
-            c->sreq.data = c;
-            if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
-                conn_close(c);
-        }
-        return;
-    }
-    uv_buf_t bufs[WRITE_IOV_MAX];
-    struct iovec iov[WRITE_IOV_MAX];
-    int n = sl_bufq_peek(&c->out, iov, WRITE_IOV_MAX);
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
-        total += iov[i].iov_len;
-    }
-    c->wreq.data = c;
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, (unsigned)n, write_cb) < 0) {
+    int rc = sl_uvout_flush(&c->wout, (uv_stream_t *)&c->tcp, &c->out, write_cb);
+    if (rc < 0) {
         conn_close(c);
-        return;
+    } else if (rc == 0 && c->state == CONN_FINISHING && !c->shutting) {
+        c->shutting = true;
+        c->sreq.data = c;
+        if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
+            conn_close(c);
     }
-    c->writing = total;
 }
 
 bool sl_conn_congested(const sl_conn *c)
@@ -229,7 +211,7 @@ void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
     sl_http_head_init(&c->head, &lim);
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
+    c->tcp.data = c->timer.data = c->wout.req.data = c;
     c->open_handles = 2;
     c->next = srv->conns;
     if (c->next)

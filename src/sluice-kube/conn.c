@@ -10,8 +10,6 @@
 #include "sluice/error.h"
 #include "tls.h"
 
-#define WRITE_IOV_MAX 64
-
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 static void feed_head(sk_conn *c, const uint8_t *data, size_t len);
@@ -113,16 +111,14 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
 static void write_cb(uv_write_t *req, int status)
 {
     sk_conn *c = req->data;
-    size_t n = c->writing;
-    c->writing = 0;
+    size_t n = sl_uvout_done(&c->wout, &c->out, status);
     if (c->closing)
         return;
     if (status < 0) {
         sk_conn_close(c);
         return;
     }
-    bool was_congested = sl_bufq_len(&c->out) > SK_OUT_HIGH_WATER;
-    sl_bufq_consume(&c->out, n);
+    bool was_congested = sl_bufq_len(&c->out) + n > SK_OUT_HIGH_WATER;
     if (c->state == KC_FINISH)
         uv_timer_start(&c->timer, expire_cb, SK_FINISH_TIMEOUT_MS, 0);
     sk_conn_flush(c);
@@ -146,27 +142,13 @@ static void start_shutdown(sk_conn *c)
 
 void sk_conn_flush(sk_conn *c)
 {
-    if (c->closing || c->writing)
+    if (c->closing)
         return;
-    if (sl_bufq_len(&c->out) == 0) {
-        if (c->state == KC_FINISH)
-            start_shutdown(c);
-        return;
-    }
-    uv_buf_t bufs[WRITE_IOV_MAX];
-    struct iovec iov[WRITE_IOV_MAX];
-    int n = sl_bufq_peek(&c->out, iov, WRITE_IOV_MAX);
-    size_t total = 0;
-    for (int i = 0; i < n; i++) {
-        bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
-        total += iov[i].iov_len;
-    }
-    c->wreq.data = c;
-    if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, bufs, (unsigned)n, write_cb) < 0) {
+    int rc = sl_uvout_flush(&c->wout, (uv_stream_t *)&c->tcp, &c->out, write_cb);
+    if (rc < 0)
         sk_conn_close(c);
-        return;
-    }
-    c->writing = total;
+    else if (rc == 0 && c->state == KC_FINISH)
+        start_shutdown(c);
 }
 
 bool sk_conn_congested(const sk_conn *c)
@@ -381,7 +363,7 @@ void sk_conn_accept(sk_server *srv)
         return;
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
-    c->tcp.data = c->timer.data = c;
+    c->tcp.data = c->timer.data = c->wout.req.data = c;
     c->refs = 2;
     c->srv = srv;
     c->next = srv->conns;

@@ -16,6 +16,7 @@
 #include "cri_client.h"
 #include "http/http_head.h"
 #include "io/bufq.h"
+#include "io/uvout.h"
 
 #define SK_DEFAULT_ADDRESS "127.0.0.1"
 #define SK_DEFAULT_PORT 6443
@@ -82,7 +83,7 @@ typedef enum sk_conn_state {
 struct sk_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
-    uv_write_t wreq;
+    sl_uvout wout;
     uv_shutdown_t sreq;
     sk_server *srv;
     sk_conn *prev, *next;
@@ -92,7 +93,6 @@ struct sk_conn {
     bool head_init;
     sl_bufq pending; /* client bytes after the current head */
     sl_bufq out;     /* bytes for the socket (ciphertext with TLS) */
-    size_t writing;
     bool closing, reading, read_paused, shutting, keep_alive, saw_eof;
     int refs; /* open handles + queued thread-pool jobs */
     char peer[64];
