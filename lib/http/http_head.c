@@ -15,9 +15,6 @@
 
 #include "sluice/server.h"
 
-/* What the http-parser callbacks are collecting (p->collect). */
-enum { COLLECT_URL = 0, COLLECT_FIELD, COLLECT_VALUE, COLLECT_HEADERS_DONE };
-
 /* Request-line scan phases (p->rl_phase). */
 enum { RL_LEADING = 0, RL_LINE, RL_DONE };
 
@@ -49,39 +46,9 @@ static int set_nomem(sl_http_head_parser *p)
     return -1;
 }
 
-/* Appends n bytes to a NUL-terminated growable string. */
-static int str_append(char **s, size_t *len, size_t *cap, const char *at, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 64;
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        char *ns = realloc(*s, ncap);
-        if (!ns)
-            return -1;
-        *s = ns;
-        *cap = ncap;
-    }
-    if (n)
-        memcpy(*s + *len, at, n);
-    *len += n;
-    (*s)[*len] = '\0';
-    return 0;
-}
-
 static int is_blank(char c)
 {
     return c == ' ' || c == '\t';
-}
-
-static char *dup_range(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
 }
 
 /* The URL is complete once headers start: split it into path and query. */
@@ -99,9 +66,9 @@ static int finish_url(sl_http_head_parser *p)
     size_t end = strcspn(u, "#"); /* a fragment is never part of the target */
     size_t plen = strcspn(u, "?#");
     p->req.method = strdup(http_method_str((enum http_method)p->hp.method));
-    p->req.path = dup_range(u, plen);
+    p->req.path = sl_http_dup_range(u, plen);
     if (plen < end)
-        p->req.query = dup_range(u + plen + 1, end - plen - 1);
+        p->req.query = sl_http_dup_range(u + plen + 1, end - plen - 1);
     if (!p->req.method || !p->req.path || (plen < end && !p->req.query))
         return set_nomem(p);
     p->req.http_major = p->hp.http_major;
@@ -109,45 +76,22 @@ static int finish_url(sl_http_head_parser *p)
     return 0;
 }
 
-/* The name in p->cur becomes a new header slot (value still to come). */
-static int commit_name(sl_http_head_parser *p)
+/* Maps a field-collection result to the answer it deserves. */
+static int fields_rc(sl_http_head_parser *p, int rc)
 {
-    if (p->req.nheaders == p->cap_headers) {
-        size_t ncap = p->cap_headers ? 2 * p->cap_headers : 16;
-        sl_http_header *nh = realloc(p->req.headers, ncap * sizeof(*nh));
-        if (!nh)
-            return set_nomem(p);
-        p->req.headers = nh;
-        p->cap_headers = ncap;
-    }
-    sl_http_header *h = &p->req.headers[p->req.nheaders];
-    h->name = dup_range(p->cur ? p->cur : "", p->cur_len);
-    h->value = NULL;
-    if (!h->name)
+    if (rc == SL_HTTP_FIELDS_NOMEM)
         return set_nomem(p);
-    p->req.nheaders++;
-    p->cur_len = 0;
-    return 0;
-}
-
-/* The value in p->cur, trailing blanks trimmed, goes to the last header. */
-static int commit_value(sl_http_head_parser *p)
-{
-    size_t n = p->cur_len;
-    while (n > 0 && is_blank(p->cur[n - 1]))
-        n--;
-    char *v = dup_range(p->cur ? p->cur : "", n);
-    if (!v)
-        return set_nomem(p);
-    p->req.headers[p->req.nheaders - 1].value = v;
-    p->cur_len = 0;
-    return 0;
+    if (rc == SL_HTTP_FIELDS_TOO_MANY)
+        set_error(p, 431, "request has more than %u header fields\n", p->limits.max_headers);
+    else if (rc == SL_HTTP_FIELDS_NO_VALUE)
+        set_error(p, 400, "malformed request: header field without a value\n");
+    return rc < 0 ? -1 : 0;
 }
 
 static int on_url(http_parser *hp, const char *at, size_t len)
 {
     sl_http_head_parser *p = parser_of(hp);
-    if (str_append(&p->url, &p->url_len, &p->url_cap, at, len) < 0)
+    if (sl_http_str_append(&p->url, &p->url_len, &p->url_cap, at, len) < 0)
         return set_nomem(p);
     return 0;
 }
@@ -155,68 +99,25 @@ static int on_url(http_parser *hp, const char *at, size_t len)
 static int on_header_field(http_parser *hp, const char *at, size_t len)
 {
     sl_http_head_parser *p = parser_of(hp);
-    if (p->collect == COLLECT_URL && finish_url(p) < 0)
+    if (p->f.collect == SL_HTTP_COLLECT_START && finish_url(p) < 0)
         return -1;
-    if (p->collect == COLLECT_VALUE && commit_value(p) < 0)
-        return -1;
-    if (p->collect != COLLECT_FIELD) {
-        if (p->req.nheaders >= p->limits.max_headers) {
-            set_error(p, 431, "request has more than %u header fields\n", p->limits.max_headers);
-            return -1;
-        }
-        p->collect = COLLECT_FIELD;
-        p->cur_len = 0;
-    }
-    if (str_append(&p->cur, &p->cur_len, &p->cur_cap, at, len) < 0)
-        return set_nomem(p);
-    return 0;
-}
-
-/* A value piece that does not simply continue the previous one across a
- * read boundary follows an obsolete line fold; RFC 9112 §5.2 lets us
- * replace the fold with one space. */
-static int is_fold(const sl_http_head_parser *p, const char *at)
-{
-    return !(p->value_at_end && at == p->chunk);
+    return fields_rc(p, sl_http_fields_name(&p->f, &p->req.headers, &p->req.nheaders,
+                                            p->limits.max_headers, at, len));
 }
 
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
     sl_http_head_parser *p = parser_of(hp);
-    if (p->collect == COLLECT_FIELD) {
-        if (commit_name(p) < 0)
-            return -1;
-        p->collect = COLLECT_VALUE;
-        p->skip_ws = 1;
-    } else if (is_fold(p, at)) {
-        if (str_append(&p->cur, &p->cur_len, &p->cur_cap, " ", 1) < 0)
-            return set_nomem(p);
-        p->skip_ws = 1;
-    }
-    p->value_at_end = (at + len == p->chunk + p->chunk_len);
-    while (p->skip_ws && len > 0 && is_blank(*at)) {
-        at++;
-        len--;
-    }
-    if (len > 0)
-        p->skip_ws = 0;
-    if (str_append(&p->cur, &p->cur_len, &p->cur_cap, at, len) < 0)
-        return set_nomem(p);
-    return 0;
+    return fields_rc(p, sl_http_fields_value(&p->f, &p->req.headers, &p->req.nheaders, at, len));
 }
 
 static int on_headers_complete(http_parser *hp)
 {
     sl_http_head_parser *p = parser_of(hp);
-    if (p->collect == COLLECT_URL && finish_url(p) < 0)
+    if (p->f.collect == SL_HTTP_COLLECT_START && finish_url(p) < 0)
         return -1;
-    if (p->collect == COLLECT_FIELD) {
-        set_error(p, 400, "malformed request: header field without a value\n");
+    if (fields_rc(p, sl_http_fields_end(&p->f, p->req.headers, p->req.nheaders)) < 0)
         return -1;
-    }
-    if (p->collect == COLLECT_VALUE && commit_value(p) < 0)
-        return -1;
-    p->collect = COLLECT_HEADERS_DONE;
     p->done = 1;
     /* Stop here, upgrade or not: we never read request bodies, and the
      * bytes after the head belong to the caller. */
@@ -247,20 +148,17 @@ void sl_http_head_init(sl_http_head_parser *p, const sl_http_limits *limits)
 
 void sl_http_head_fini(sl_http_head_parser *p)
 {
-    for (size_t i = 0; i < p->req.nheaders; i++) {
-        free(p->req.headers[i].name);
-        free(p->req.headers[i].value);
-    }
+    sl_http_headers_clear(p->req.headers, p->req.nheaders);
     free(p->req.headers);
     free(p->req.method);
     free(p->req.path);
     free(p->req.query);
     free(p->url);
-    free(p->cur);
+    sl_http_fields_fini(&p->f);
     memset(&p->req, 0, sizeof(p->req));
-    p->cap_headers = 0;
-    p->url = p->cur = NULL;
-    p->url_len = p->url_cap = p->cur_len = p->cur_cap = 0;
+    p->f.cap_headers = 0;
+    p->url = NULL;
+    p->url_len = p->url_cap = 0;
 }
 
 /* How many of the n bytes at buf fit in the request-line limit. Stops at
@@ -293,11 +191,11 @@ static size_t scan_request_line(sl_http_head_parser *p, const uint8_t *buf, size
 /* Runs http-parser over n (> 0) bytes; returns how many belong to the head. */
 static size_t run_parser(sl_http_head_parser *p, const uint8_t *buf, size_t n)
 {
-    p->chunk = (const char *)buf;
-    p->chunk_len = n;
-    size_t r = http_parser_execute(&p->hp, &p->settings, p->chunk, n);
+    p->f.chunk = (const char *)buf;
+    p->f.chunk_len = n;
+    size_t r = http_parser_execute(&p->hp, &p->settings, p->f.chunk, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
-    p->chunk = NULL;
+    p->f.chunk = NULL;
     if (p->done) {
         /* Paused while on the head's last byte, which the parser had not
          * counted yet. A non-strict http-parser build takes any byte after

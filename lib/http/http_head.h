@@ -11,16 +11,18 @@
 #include <stdint.h>
 #include <http_parser.h>
 
+#include "http/http_fields.h"
+
 typedef struct sl_http_limits {
     uint32_t max_request_line; /* bytes of "METHOD URL HTTP/1.1" */
     uint32_t max_headers;      /* number of header fields */
     uint32_t max_head_size;    /* bytes of the whole head, CRLFCRLF included */
 } sl_http_limits;
 
-typedef struct sl_http_header {
+struct sl_http_header {
     char *name;  /* as sent; compare case-insensitively */
     char *value; /* leading/trailing spaces trimmed */
-} sl_http_header;
+};
 
 typedef struct sl_http_request {
     char *method; /* "GET", "POST", ... */
@@ -42,21 +44,13 @@ typedef struct sl_http_head_parser {
     http_parser_settings settings;
     sl_http_limits limits;
     sl_http_request req;
-    size_t head_bytes;  /* consumed so far */
-    size_t cap_headers; /* allocated slots in req.headers */
-    char *url;          /* raw URL being collected */
+    size_t head_bytes; /* consumed so far */
+    char *url;         /* raw URL being collected */
     size_t url_len;
     size_t url_cap;
-    char *cur; /* header name or value being collected */
-    size_t cur_len;
-    size_t cur_cap;
-    int collect;       /* what the callbacks are collecting (http_head.c) */
-    int value_at_end;  /* last value piece ended at the end of its chunk */
-    int skip_ws;       /* drop leading blanks of the next value bytes */
-    int rl_phase;      /* request-line scan: 0 leading blank lines, 1 in line, 2 done */
-    size_t rl_len;     /* bytes of the request line seen so far */
-    const char *chunk; /* bytes being parsed now (for obs-fold detection) */
-    size_t chunk_len;
+    sl_http_fields f; /* the header fields being collected */
+    int rl_phase;     /* request-line scan: 0 leading blank lines, 1 in line, 2 done */
+    size_t rl_len;    /* bytes of the request line seen so far */
     int done;
     sl_http_head_state state;
     int err_status;     /* 400 or 431; 500 when out of memory */

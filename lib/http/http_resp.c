@@ -9,9 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* What the http-parser callbacks are collecting (p->collect). */
-enum { COLLECT_REASON = 0, COLLECT_FIELD, COLLECT_VALUE, COLLECT_DONE };
-
 static sl_http_resp_parser *parser_of(http_parser *hp)
 {
     return (sl_http_resp_parser *)(void *)hp; /* hp is the first member */
@@ -37,94 +34,35 @@ static int nomem(sl_http_resp_parser *p)
     return -1;
 }
 
-static int str_append(char **s, size_t *len, size_t *cap, const char *at, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 64;
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        char *ns = realloc(*s, ncap);
-        if (!ns)
-            return -1;
-        *s = ns;
-        *cap = ncap;
-    }
-    if (n)
-        memcpy(*s + *len, at, n);
-    *len += n;
-    (*s)[*len] = '\0';
-    return 0;
-}
-
-static int is_blank(char c)
-{
-    return c == ' ' || c == '\t';
-}
-
-static char *dup_range(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d) {
-        if (n)
-            memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* Forgets an interim (1xx) response before the next one. */
 static void clear_response(sl_http_resp_parser *p)
 {
-    for (size_t i = 0; i < p->resp.nheaders; i++) {
-        free(p->resp.headers[i].name);
-        free(p->resp.headers[i].value);
-    }
+    sl_http_headers_clear(p->resp.headers, p->resp.nheaders);
     p->resp.nheaders = 0;
     free(p->resp.reason);
     p->resp.reason = NULL;
     p->resp.status = 0;
-    p->cur_len = 0;
-    p->collect = COLLECT_REASON;
+    p->f.cur_len = 0;
+    p->f.collect = SL_HTTP_COLLECT_START;
 }
 
 static int commit_reason(sl_http_resp_parser *p)
 {
-    p->resp.reason = dup_range(p->cur ? p->cur : "", p->cur_len);
-    p->cur_len = 0;
+    p->resp.reason = sl_http_dup_range(p->f.cur ? p->f.cur : "", p->f.cur_len);
+    p->f.cur_len = 0;
     return p->resp.reason ? 0 : nomem(p);
 }
 
-static int commit_name(sl_http_resp_parser *p)
+/* Maps a field-collection result to the error it deserves. */
+static int fields_rc(sl_http_resp_parser *p, int rc)
 {
-    if (p->resp.nheaders == p->cap_headers) {
-        size_t ncap = p->cap_headers ? 2 * p->cap_headers : 16;
-        sl_http_header *nh = realloc(p->resp.headers, ncap * sizeof(*nh));
-        if (!nh)
-            return nomem(p);
-        p->resp.headers = nh;
-        p->cap_headers = ncap;
-    }
-    sl_http_header *h = &p->resp.headers[p->resp.nheaders];
-    h->name = dup_range(p->cur ? p->cur : "", p->cur_len);
-    h->value = NULL;
-    if (!h->name)
+    if (rc == SL_HTTP_FIELDS_NOMEM)
         return nomem(p);
-    p->resp.nheaders++;
-    p->cur_len = 0;
-    return 0;
-}
-
-static int commit_value(sl_http_resp_parser *p)
-{
-    size_t n = p->cur_len;
-    while (n > 0 && is_blank(p->cur[n - 1]))
-        n--;
-    char *v = dup_range(p->cur ? p->cur : "", n);
-    if (!v)
-        return nomem(p);
-    p->resp.headers[p->resp.nheaders - 1].value = v;
-    p->cur_len = 0;
-    return 0;
+    if (rc == SL_HTTP_FIELDS_TOO_MANY)
+        set_error(p, "response has more than %u header fields", p->limits.max_headers);
+    else if (rc == SL_HTTP_FIELDS_NO_VALUE)
+        set_error(p, "malformed response: header field without a value");
+    return rc < 0 ? -1 : 0;
 }
 
 static int on_message_begin(http_parser *hp)
@@ -138,7 +76,7 @@ static int on_message_begin(http_parser *hp)
 static int on_status(http_parser *hp, const char *at, size_t len)
 {
     sl_http_resp_parser *p = parser_of(hp);
-    if (str_append(&p->cur, &p->cur_len, &p->cur_cap, at, len) < 0)
+    if (sl_http_str_append(&p->f.cur, &p->f.cur_len, &p->f.cur_cap, at, len) < 0)
         return nomem(p);
     return 0;
 }
@@ -148,50 +86,18 @@ static int on_header_field(http_parser *hp, const char *at, size_t len)
     sl_http_resp_parser *p = parser_of(hp);
     if (p->head_done)
         return 0; /* trailers of a chunked body: not needed */
-    if (p->collect == COLLECT_REASON && commit_reason(p) < 0)
+    if (p->f.collect == SL_HTTP_COLLECT_START && commit_reason(p) < 0)
         return -1;
-    if (p->collect == COLLECT_VALUE && commit_value(p) < 0)
-        return -1;
-    if (p->collect != COLLECT_FIELD) {
-        if (p->resp.nheaders >= p->limits.max_headers) {
-            set_error(p, "response has more than %u header fields", p->limits.max_headers);
-            return -1;
-        }
-        p->collect = COLLECT_FIELD;
-        p->cur_len = 0;
-    }
-    if (str_append(&p->cur, &p->cur_len, &p->cur_cap, at, len) < 0)
-        return nomem(p);
-    return 0;
+    return fields_rc(p, sl_http_fields_name(&p->f, &p->resp.headers, &p->resp.nheaders,
+                                            p->limits.max_headers, at, len));
 }
 
-/* A value piece that does not continue the previous one across a read
- * boundary follows an obsolete line fold: it becomes one space. */
 static int on_header_value(http_parser *hp, const char *at, size_t len)
 {
     sl_http_resp_parser *p = parser_of(hp);
     if (p->head_done)
         return 0;
-    if (p->collect == COLLECT_FIELD) {
-        if (commit_name(p) < 0)
-            return -1;
-        p->collect = COLLECT_VALUE;
-        p->skip_ws = 1;
-    } else if (!(p->value_at_end && at == p->chunk)) {
-        if (str_append(&p->cur, &p->cur_len, &p->cur_cap, " ", 1) < 0)
-            return nomem(p);
-        p->skip_ws = 1;
-    }
-    p->value_at_end = (at + len == p->chunk + p->chunk_len);
-    while (p->skip_ws && len > 0 && is_blank(*at)) {
-        at++;
-        len--;
-    }
-    if (len > 0)
-        p->skip_ws = 0;
-    if (str_append(&p->cur, &p->cur_len, &p->cur_cap, at, len) < 0)
-        return nomem(p);
-    return 0;
+    return fields_rc(p, sl_http_fields_value(&p->f, &p->resp.headers, &p->resp.nheaders, at, len));
 }
 
 static int is_interim(int status)
@@ -202,15 +108,10 @@ static int is_interim(int status)
 static int on_headers_complete(http_parser *hp)
 {
     sl_http_resp_parser *p = parser_of(hp);
-    if (p->collect == COLLECT_REASON && commit_reason(p) < 0)
+    if (p->f.collect == SL_HTTP_COLLECT_START && commit_reason(p) < 0)
         return -1;
-    if (p->collect == COLLECT_FIELD) {
-        set_error(p, "malformed response: header field without a value");
+    if (fields_rc(p, sl_http_fields_end(&p->f, p->resp.headers, p->resp.nheaders)) < 0)
         return -1;
-    }
-    if (p->collect == COLLECT_VALUE && commit_value(p) < 0)
-        return -1;
-    p->collect = COLLECT_DONE;
     if (hp->http_major != 1) {
         set_error(p, "malformed response: unsupported HTTP version %u.%u", hp->http_major,
                   hp->http_minor);
@@ -301,21 +202,19 @@ void sl_http_resp_fini(sl_http_resp_parser *p)
     clear_response(p);
     free(p->resp.headers);
     free(p->resp.body);
-    free(p->cur);
+    sl_http_fields_fini(&p->f);
     memset(&p->resp, 0, sizeof(p->resp));
-    p->cap_headers = p->body_cap = 0;
-    p->cur = NULL;
-    p->cur_len = p->cur_cap = 0;
+    p->f.cap_headers = p->body_cap = 0;
 }
 
 /* Runs http-parser over n bytes; returns how many belong to the response. */
 static size_t run_parser(sl_http_resp_parser *p, const uint8_t *buf, size_t n)
 {
-    p->chunk = (const char *)buf;
-    p->chunk_len = n;
-    size_t r = http_parser_execute(&p->hp, &p->settings, p->chunk, n);
+    p->f.chunk = (const char *)buf;
+    p->f.chunk_len = n;
+    size_t r = http_parser_execute(&p->hp, &p->settings, p->f.chunk, n);
     enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
-    p->chunk = NULL;
+    p->f.chunk = NULL;
     if (p->state == SL_HTTP_RESP_ERROR)
         return r;
     if (p->msg_done && p->resp.status == 101) {

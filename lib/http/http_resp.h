@@ -52,20 +52,12 @@ typedef struct sl_http_resp_parser {
     http_parser_settings settings;
     sl_http_resp_limits limits;
     sl_http_response resp;
-    size_t head_bytes;  /* bytes fed while a head was incomplete */
-    size_t cap_headers; /* allocated slots in resp.headers */
+    size_t head_bytes; /* bytes fed while a head was incomplete */
     size_t body_cap;
-    char *cur; /* header name or value being collected */
-    size_t cur_len;
-    size_t cur_cap;
-    int collect;      /* what the callbacks are collecting (http_resp.c) */
-    int value_at_end; /* last value piece ended at the end of its chunk */
-    int skip_ws;      /* drop leading blanks of the next value bytes */
+    sl_http_fields f; /* the reason phrase, then the header fields */
     int in_head;      /* a head is being parsed */
     int head_done;    /* the final response's head is complete */
     int msg_done;     /* the final response is complete */
-    const char *chunk;
-    size_t chunk_len;
     sl_http_resp_state state;
     char err_text[160];
 } sl_http_resp_parser;
