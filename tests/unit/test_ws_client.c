@@ -9,72 +9,12 @@
 
 #include "sluice/error.h"
 #include "ws/ws_conn.h"
+#include "ws_rec.h"
 
 /* The client role of sl_ws_conn, against hand-made server frames and
  * against our own server role. */
 
-#define MAX_MSGS 8
-#define TEST_MAX 1024
-
-typedef struct rec {
-    sl_ws_conn *ws;
-    sl_bufq out;
-    int nmsg;
-    int is_text[MAX_MSGS];
-    size_t len[MAX_MSGS];
-    uint8_t data[MAX_MSGS][TEST_MAX];
-    int nclose, npong;
-    uint16_t code;
-    int rv;
-} rec;
-
-static void on_msg(void *arg, int is_text, uint8_t *data, size_t len)
-{
-    rec *r = arg;
-    assert_true(r->nmsg < MAX_MSGS);
-    assert_true(len <= TEST_MAX);
-    r->is_text[r->nmsg] = is_text;
-    r->len[r->nmsg] = len;
-    memcpy(r->data[r->nmsg], data, len);
-    r->nmsg++;
-}
-
-static void on_close(void *arg, uint16_t code)
-{
-    rec *r = arg;
-    r->nclose++;
-    r->code = code;
-}
-
-static void on_pong(void *arg)
-{
-    ((rec *)arg)->npong++;
-}
-
-static const sl_ws_callbacks CB = {.on_msg = on_msg, .on_close = on_close};
-
-static void open_rec(rec *r, int client)
-{
-    memset(r, 0, sizeof(*r));
-    sl_bufq_init(&r->out);
-    r->ws = client ? sl_ws_conn_new_client(&CB, r, &r->out, TEST_MAX)
-                   : sl_ws_conn_new(&CB, r, &r->out, TEST_MAX);
-    assert_non_null(r->ws);
-    sl_ws_conn_set_on_pong(r->ws, on_pong);
-}
-
-static void close_rec(rec *r)
-{
-    sl_ws_conn_free(r->ws);
-    sl_bufq_fini(&r->out);
-}
-
-static void feed(rec *r, const uint8_t *p, size_t n)
-{
-    int rv = sl_ws_conn_recv(r->ws, p, n);
-    if (rv != SL_OK && r->rv == SL_OK)
-        r->rv = rv;
-}
+#define TEST_MAX REC_MAX_MSG
 
 /* Takes everything r wrote (after a flush) into buf; returns the length. */
 static size_t take(rec *r, uint8_t *buf, size_t cap)
@@ -99,25 +39,15 @@ static void shuttle(rec *from, rec *to)
 /* A server frame: never masked. */
 static size_t server_frame(uint8_t *p, int fin, int op, const void *payload, size_t len)
 {
-    size_t h = 0;
-    p[h++] = (uint8_t)((fin ? 0x80 : 0) | op);
-    if (len < 126) {
-        p[h++] = (uint8_t)len;
-    } else {
-        p[h++] = 126;
-        p[h++] = (uint8_t)(len >> 8);
-        p[h++] = (uint8_t)len;
-    }
-    memcpy(p + h, payload, len);
-    return h + len;
+    return ws_frame(p, fin, op, payload, len, NULL);
 }
 
 static void test_client_frames_are_masked_with_fresh_keys(void **st)
 {
     (void)st;
     rec c, s;
-    open_rec(&c, 1);
-    open_rec(&s, 0);
+    rec_open(&c, 1, TEST_MAX);
+    rec_open(&s, 0, TEST_MAX);
     static const uint8_t msg[] = {0x00, 'h', 'e', 'l', 'l', 'o'};
     uint8_t keys[3][4];
     for (int i = 0; i < 3; i++) {
@@ -143,14 +73,14 @@ static void test_client_frames_are_masked_with_fresh_keys(void **st)
     }
     /* two clients do not share a key sequence */
     rec c2;
-    open_rec(&c2, 1);
+    rec_open(&c2, 1, TEST_MAX);
     sl_ws_conn_send_msg(c2.ws, WSLAY_BINARY_FRAME, msg, sizeof(msg));
     uint8_t buf[64];
     take(&c2, buf, sizeof(buf));
     assert_memory_not_equal(buf + 2, keys[0], 4);
-    close_rec(&c2);
-    close_rec(&c);
-    close_rec(&s);
+    rec_close(&c2);
+    rec_close(&c);
+    rec_close(&s);
 }
 
 static void test_server_frames_every_split(void **st)
@@ -168,7 +98,7 @@ static void test_server_frames_every_split(void **st)
     n += server_frame(wire + n, 1, WSLAY_BINARY_FRAME, big, sizeof(big)); /* 16-bit length */
     for (size_t cut = 0; cut <= n; cut++) {
         rec c;
-        open_rec(&c, 1);
+        rec_open(&c, 1, TEST_MAX);
         if (cut == n) { /* byte by byte */
             for (size_t i = 0; i < n; i++)
                 feed(&c, wire + i, 1);
@@ -193,14 +123,14 @@ static void test_server_frames_every_split(void **st)
         assert_int_equal(out[0], 0x8a);
         assert_int_equal(out[1], 0x81);
         assert_int_equal(out[6] ^ out[2], 'p');
-        close_rec(&c);
+        rec_close(&c);
     }
 }
 
 static void expect_protocol_close(const uint8_t *wire, size_t n, uint16_t code, int err)
 {
     rec c;
-    open_rec(&c, 1);
+    rec_open(&c, 1, TEST_MAX);
     feed(&c, wire, n);
     assert_int_equal(c.rv, err);
     assert_int_equal(c.nclose, 1);
@@ -212,7 +142,7 @@ static void expect_protocol_close(const uint8_t *wire, size_t n, uint16_t code, 
     assert_int_equal(out[0], 0x88);
     assert_int_equal(out[1] & 0x80, 0x80);
     assert_int_equal((out[6] ^ out[2]) << 8 | (out[7] ^ out[3]), code);
-    close_rec(&c);
+    rec_close(&c);
 }
 
 static void test_masked_server_frame_is_refused(void **st)
@@ -234,8 +164,8 @@ static void test_ping_pong_with_our_server(void **st)
 {
     (void)st;
     rec c, s;
-    open_rec(&c, 1);
-    open_rec(&s, 0);
+    rec_open(&c, 1, TEST_MAX);
+    rec_open(&s, 0, TEST_MAX);
     assert_int_equal(sl_ws_conn_ping(c.ws), SL_OK);
     shuttle(&c, &s); /* the server answers */
     shuttle(&s, &c);
@@ -247,16 +177,16 @@ static void test_ping_pong_with_our_server(void **st)
     shuttle(&s, &c);
     shuttle(&c, &s);
     assert_int_equal(s.npong, 1);
-    close_rec(&c);
-    close_rec(&s);
+    rec_close(&c);
+    rec_close(&s);
 }
 
 static void test_close_handshake_with_our_server(void **st)
 {
     (void)st;
     rec c, s;
-    open_rec(&c, 1);
-    open_rec(&s, 0);
+    rec_open(&c, 1, TEST_MAX);
+    rec_open(&s, 0, TEST_MAX);
     static const uint8_t status[] = {0x03, '{', '}'};
     assert_int_equal(sl_ws_conn_send_msg(s.ws, WSLAY_BINARY_FRAME, status, 3), SL_OK);
     assert_int_equal(sl_ws_conn_close(s.ws, 1000, ""), SL_OK);
@@ -272,16 +202,16 @@ static void test_close_handshake_with_our_server(void **st)
     assert_true(sl_ws_conn_close_sent(c.ws));
     assert_int_equal(sl_ws_conn_send_msg(c.ws, WSLAY_BINARY_FRAME, status, 3), SL_ERR_CLOSED);
     assert_int_equal(sl_ws_conn_ping(c.ws), SL_ERR_CLOSED);
-    close_rec(&c);
-    close_rec(&s);
+    rec_close(&c);
+    rec_close(&s);
 }
 
 static void test_client_close_first(void **st)
 {
     (void)st;
     rec c, s;
-    open_rec(&c, 1);
-    open_rec(&s, 0);
+    rec_open(&c, 1, TEST_MAX);
+    rec_open(&s, 0, TEST_MAX);
     assert_int_equal(sl_ws_conn_close(c.ws, 1000, "bye"), SL_OK);
     shuttle(&c, &s);
     assert_int_equal(s.nclose, 1);
@@ -290,8 +220,8 @@ static void test_client_close_first(void **st)
     shuttle(&s, &c);
     assert_int_equal(c.nclose, 1);
     assert_int_equal(c.rv, SL_OK);
-    close_rec(&c);
-    close_rec(&s);
+    rec_close(&c);
+    rec_close(&s);
 }
 
 int main(void)

@@ -8,8 +8,8 @@
 
 #include "sluice/error.h"
 #include "ws/ws_conn.h"
+#include "ws_rec.h"
 
-#define MAX_MSGS 8
 #define TEST_MAX_MESSAGE 64
 
 static const uint8_t KEY[4] = {0x37, 0xfa, 0x21, 0x3d};
@@ -23,94 +23,14 @@ typedef struct wire {
 
 static void frame(wire *w, int fin, int op, const void *payload, size_t len, int masked)
 {
-    uint8_t *p = w->b + w->n;
-    size_t h = 0;
-    p[h++] = (uint8_t)((fin ? 0x80 : 0) | op);
-    uint8_t m = masked ? 0x80 : 0;
-    if (len < 126) {
-        p[h++] = (uint8_t)(m | len);
-    } else if (len < 65536) {
-        p[h++] = m | 126;
-        p[h++] = (uint8_t)(len >> 8);
-        p[h++] = (uint8_t)len;
-    } else {
-        p[h++] = m | 127;
-        for (int i = 7; i >= 0; i--)
-            p[h++] = (uint8_t)((uint64_t)len >> (8 * i));
-    }
-    if (masked) {
-        memcpy(p + h, KEY, 4);
-        h += 4;
-    }
-    assert_true(w->n + h + len <= sizeof(w->b));
-    for (size_t i = 0; i < len; i++)
-        p[h + i] = (uint8_t)(((const uint8_t *)payload)[i] ^ (masked ? KEY[i % 4] : 0));
-    w->n += h + len;
+    assert_true(w->n + len + 14 <= sizeof(w->b));
+    w->n += ws_frame(w->b + w->n, fin, op, payload, len, masked ? KEY : NULL);
 }
 
 static void raw(wire *w, const void *bytes, size_t len)
 {
     memcpy(w->b + w->n, bytes, len);
     w->n += len;
-}
-
-/* ---- a connection plus what its callbacks saw ---- */
-
-typedef struct rec {
-    sl_ws_conn *ws;
-    sl_bufq out;
-    int nmsg;
-    int is_text[MAX_MSGS];
-    size_t len[MAX_MSGS];
-    uint8_t data[MAX_MSGS][256];
-    int nclose;
-    uint16_t code;
-    int rv;          /* first non-OK result of sl_ws_conn_recv */
-    int flush_in_cb; /* callbacks flush, as a server loop may */
-} rec;
-
-static void on_msg(void *arg, int is_text, uint8_t *data, size_t len)
-{
-    rec *r = arg;
-    assert_true(r->nmsg < MAX_MSGS);
-    assert_non_null(data);
-    assert_true(len <= sizeof(r->data[0]));
-    r->is_text[r->nmsg] = is_text;
-    r->len[r->nmsg] = len;
-    memcpy(r->data[r->nmsg], data, len);
-    r->nmsg++;
-}
-
-static void on_close(void *arg, uint16_t code)
-{
-    rec *r = arg;
-    r->nclose++;
-    r->code = code;
-    if (r->flush_in_cb)
-        assert_int_equal(sl_ws_conn_flush(r->ws), SL_OK);
-}
-
-static const sl_ws_callbacks CB = {on_msg, on_close};
-
-static void rec_open(rec *r, size_t max)
-{
-    memset(r, 0, sizeof(*r));
-    sl_bufq_init(&r->out);
-    r->ws = sl_ws_conn_new(&CB, r, &r->out, max);
-    assert_non_null(r->ws);
-}
-
-static void rec_close(rec *r)
-{
-    sl_ws_conn_free(r->ws);
-    sl_bufq_fini(&r->out);
-}
-
-static void feed(rec *r, const uint8_t *p, size_t n)
-{
-    int rv = sl_ws_conn_recv(r->ws, p, n);
-    if (rv != SL_OK && r->rv == SL_OK)
-        r->rv = rv;
 }
 
 /* Flushes and returns everything written so far (static buffer). */
@@ -140,13 +60,13 @@ static void every_split(const wire *w, size_t max, check_fn check)
 {
     rec r;
     for (size_t cut = 0; cut <= w->n; cut++) {
-        rec_open(&r, max);
+        rec_open(&r, 0, max);
         feed(&r, w->b, cut);
         feed(&r, w->b + cut, w->n - cut);
         check(&r);
         rec_close(&r);
     }
-    rec_open(&r, max);
+    rec_open(&r, 0, max);
     for (size_t i = 0; i < w->n; i++)
         feed(&r, w->b + i, 1);
     check(&r);
@@ -311,7 +231,7 @@ static void exact_limit_ok(void **state)
     frame(&w, 0, WSLAY_BINARY_FRAME, big, 30, 1);
     frame(&w, 1, WSLAY_CONTINUATION_FRAME, big, TEST_MAX_MESSAGE - 30, 1);
     rec r;
-    rec_open(&r, TEST_MAX_MESSAGE);
+    rec_open(&r, 0, TEST_MAX_MESSAGE);
     feed(&r, w.b, w.n);
     assert_int_equal(r.rv, SL_OK);
     assert_int_equal(r.nmsg, 1);
@@ -458,7 +378,7 @@ static void send_length_forms(void **state)
     };
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         rec r;
-        rec_open(&r, TEST_MAX_MESSAGE);
+        rec_open(&r, 0, TEST_MAX_MESSAGE);
         assert_int_equal(sl_ws_conn_send_msg(r.ws, cases[c].op, payload, cases[c].len), SL_OK);
         assert_int_equal(sl_ws_conn_queued(r.ws), cases[c].len);
         assert_int_equal(sl_bufq_len(&r.out), 0); /* nothing before flush */
@@ -477,7 +397,7 @@ static void send_then_close_keeps_order(void **state)
 {
     (void)state;
     rec r;
-    rec_open(&r, TEST_MAX_MESSAGE);
+    rec_open(&r, 0, TEST_MAX_MESSAGE);
     assert_int_equal(sl_ws_conn_send_msg(r.ws, 7, (const uint8_t *)"x", 1), SL_ERR_INVAL);
     assert_int_equal(sl_ws_conn_send_msg(r.ws, WSLAY_BINARY_FRAME, (const uint8_t *)"\x03st", 3),
                      SL_OK);
@@ -513,7 +433,7 @@ static void long_close_reason_truncated(void **state)
     reason[122] = (char)0xc3; /* a 2-byte UTF-8 sequence across the cut */
     reason[123] = (char)0xa9;
     rec r;
-    rec_open(&r, TEST_MAX_MESSAGE);
+    rec_open(&r, 0, TEST_MAX_MESSAGE);
     assert_int_equal(sl_ws_conn_close(r.ws, 1011, reason), SL_OK);
     size_t n;
     const uint8_t *got = flushed(&r, &n);
@@ -533,7 +453,7 @@ static void check_data_before_echo(rec *r)
 static void on_msg_reply(void *arg, int is_text, uint8_t *data, size_t len)
 {
     rec *r = arg;
-    on_msg(arg, is_text, data, len);
+    rec_on_msg(arg, is_text, data, len);
     assert_int_equal(sl_ws_conn_send_msg(r->ws, WSLAY_BINARY_FRAME, (const uint8_t *)"\x01y", 2),
                      SL_OK);
     if (r->flush_in_cb)
@@ -543,7 +463,7 @@ static void on_msg_reply(void *arg, int is_text, uint8_t *data, size_t len)
 static void peer_close_after_queued_data(void **state)
 {
     (void)state;
-    static const sl_ws_callbacks reply_cb = {on_msg_reply, on_close};
+    static const sl_ws_callbacks reply_cb = {on_msg_reply, rec_on_close};
     wire w = {.n = 0};
     frame(&w, 1, WSLAY_BINARY_FRAME, "\x00q", 2, 1);
     frame(&w, 1, WSLAY_CONNECTION_CLOSE, "\x03\xe8", 2, 1);
