@@ -32,6 +32,7 @@ typedef struct cstream {
     /* request body */
     const uint8_t *body;
     size_t len, off, chunk;
+    uint8_t req[64]; /* the body of submit_version */
     bool end;
     /* response */
     int http;
@@ -375,6 +376,18 @@ static cstream *submit(fixture *f, const char *path, const uint8_t *body, size_t
     return s;
 }
 
+/* A VersionRequest{version: v} to path, its bytes kept in the stream. */
+static cstream *submit_version(fixture *f, const char *path, const char *v, const req_opts *o)
+{
+    uint8_t body[sizeof(((cstream *)0)->req)];
+    size_t n = version_req(body, v);
+    assert_true(n <= sizeof(body));
+    cstream *s = submit(f, path, body, n, o);
+    memcpy(s->req, body, n);
+    s->body = s->req; /* read from the next pump on */
+    return s;
+}
+
 static void expect_status(const cstream *s, int code, const char *msg_part)
 {
     assert_true(s->closed);
@@ -423,9 +436,7 @@ static void test_settings_and_ping(void **state)
 static void test_unary_echo(void **state)
 {
     fixture *f = *state;
-    uint8_t body[64];
-    size_t n = version_req(body, "v1alpha9");
-    cstream *s = submit(f, "/test.Svc/Echo", body, n, NULL);
+    cstream *s = submit_version(f, "/test.Svc/Echo", "v1alpha9", NULL);
     pump(f);
     expect_echo(s, "v1alpha9");
     assert_int_equal(f->wakes, 0); /* answered inside recv: no wake needed */
@@ -458,10 +469,8 @@ static void test_body_split_everywhere(void **state)
 static void test_empty_request_message(void **state)
 {
     fixture *f = *state;
-    uint8_t body[8];
-    size_t n = version_req(body, ""); /* 0 bytes of protobuf */
-    assert_int_equal(n, SL_GRPC_PREFIX_LEN);
-    cstream *s = submit(f, "/test.Svc/Echo", body, n, NULL);
+    cstream *s = submit_version(f, "/test.Svc/Echo", "", NULL);
+    assert_int_equal(s->len, SL_GRPC_PREFIX_LEN); /* 0 bytes of protobuf */
     pump(f);
     expect_echo(s, "");
 }
@@ -469,9 +478,7 @@ static void test_empty_request_message(void **state)
 static void test_large_response_beyond_window(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/test.Svc/Big", body, n, NULL);
+    cstream *s = submit_version(f, "/test.Svc/Big", "", NULL);
     /* One round without returning window credit: at most the initial
      * window (65535) of DATA may arrive. */
     client_to_server(f);
@@ -494,14 +501,12 @@ static void test_concurrent_calls(void **state)
 {
     fixture *f = *state;
     enum { N = 60 };
-    static uint8_t bodies[N][32];
     cstream *s[N];
     char v[16];
     for (int i = 0; i < N; i++) {
         snprintf(v, sizeof(v), "call-%d", i);
-        size_t n = version_req(bodies[i], v);
-        s[i] = submit(f, i % 3 ? "/test.Svc/Echo" : "/test.Svc/Later", bodies[i], n,
-                      &(req_opts){.chunk = (size_t)(i % 5) + 1});
+        s[i] = submit_version(f, i % 3 ? "/test.Svc/Echo" : "/test.Svc/Later", v,
+                              &(req_opts){.chunk = (size_t)(i % 5) + 1});
     }
     pump(f);
     assert_int_equal(f->npending, N / 3);
@@ -529,10 +534,8 @@ static void test_two_connections(void **state)
     fixture *f = *state;
     fixture *g;
     setup((void **)&g);
-    uint8_t b1[32], b2[32];
-    size_t n1 = version_req(b1, "one"), n2 = version_req(b2, "two");
-    cstream *s1 = submit(f, "/test.Svc/Later", b1, n1, NULL);
-    cstream *s2 = submit(g, "/test.Svc/Echo", b2, n2, NULL);
+    cstream *s1 = submit_version(f, "/test.Svc/Later", "one", NULL);
+    cstream *s2 = submit_version(g, "/test.Svc/Echo", "two", NULL);
     pump(f);
     pump(g);
     expect_echo(s2, "two");
@@ -549,9 +552,7 @@ static void test_two_connections(void **state)
 static void test_unknown_method(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/runtime.v1.RuntimeService/Nope", body, n, NULL);
+    cstream *s = submit_version(f, "/runtime.v1.RuntimeService/Nope", "", NULL);
     pump(f);
     expect_status(s, SL_GRPC_UNIMPLEMENTED, "unknown method /runtime.v1.RuntimeService/Nope");
     assert_true(s->trailers_only);
@@ -562,10 +563,8 @@ static void test_unknown_method(void **state)
 static void test_known_unimplemented(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *a = submit(f, "/test.Svc/Unimpl", body, n, NULL);
-    cstream *b = submit(f, "/test.Svc/NoType", body, n, NULL);
+    cstream *a = submit_version(f, "/test.Svc/Unimpl", "", NULL);
+    cstream *b = submit_version(f, "/test.Svc/NoType", "", NULL);
     pump(f);
     expect_status(a, SL_GRPC_UNIMPLEMENTED, "not implemented");
     expect_status(b, SL_GRPC_UNIMPLEMENTED, "not implemented");
@@ -576,9 +575,7 @@ static void test_known_unimplemented(void **state)
 static void test_fail_message_encoding(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/test.Svc/Fail", body, n, NULL);
+    cstream *s = submit_version(f, "/test.Svc/Fail", "", NULL);
     pump(f);
     expect_status(s, SL_GRPC_NOT_FOUND, NULL);
     /* Decoded by the client from its percent-encoded form. */
@@ -649,15 +646,14 @@ static void test_message_count_errors(void **state)
 static void test_bad_headers(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *ct = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "text/plain"});
+    cstream *ct =
+        submit_version(f, "/test.Svc/Echo", "", &(req_opts){.content_type = "text/plain"});
     cstream *ct2 =
-        submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "application/grpcx"});
-    cstream *proto =
-        submit(f, "/test.Svc/Echo", body, n, &(req_opts){.content_type = "application/grpc+proto"});
-    cstream *get = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.method = "PUT"});
-    cstream *to = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.timeout = "123456789S"});
+        submit_version(f, "/test.Svc/Echo", "", &(req_opts){.content_type = "application/grpcx"});
+    cstream *proto = submit_version(f, "/test.Svc/Echo", "",
+                                    &(req_opts){.content_type = "application/grpc+proto"});
+    cstream *get = submit_version(f, "/test.Svc/Echo", "", &(req_opts){.method = "PUT"});
+    cstream *to = submit_version(f, "/test.Svc/Echo", "", &(req_opts){.timeout = "123456789S"});
     pump(f);
     assert_int_equal(ct->http, 415);
     expect_status(ct, SL_GRPC_INVALID_ARGUMENT, "content-type \"text/plain\"");
@@ -670,9 +666,7 @@ static void test_bad_headers(void **state)
 static void test_deadline(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "slow");
-    cstream *s = submit(f, "/test.Svc/Later", body, n, &(req_opts){.timeout = "100m"});
+    cstream *s = submit_version(f, "/test.Svc/Later", "slow", &(req_opts){.timeout = "100m"});
     pump(f);
     assert_int_equal(f->npending, 1);
     assert_int_equal(sl_grpc_call_deadline(f->pending[0]), 1100);
@@ -715,9 +709,7 @@ static void test_deadline_during_body(void **state)
 static void test_zero_timeout(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/test.Svc/Echo", body, n, &(req_opts){.timeout = "0n"});
+    cstream *s = submit_version(f, "/test.Svc/Echo", "", &(req_opts){.timeout = "0n"});
     pump(f);
     expect_status(s, SL_GRPC_DEADLINE_EXCEEDED, NULL);
     assert_int_equal(f->handler_runs, 0);
@@ -726,9 +718,7 @@ static void test_zero_timeout(void **state)
 static void test_client_cancel(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/test.Svc/Later", body, n, NULL);
+    cstream *s = submit_version(f, "/test.Svc/Later", "", NULL);
     pump(f);
     assert_int_equal(f->npending, 1);
     nghttp2_submit_rst_stream(f->cli, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
@@ -746,10 +736,8 @@ static void test_client_cancel(void **state)
 static void test_conn_free_cancels(void **state)
 {
     fixture *f = *state;
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    submit(f, "/test.Svc/Later", body, n, NULL);
-    submit(f, "/test.Svc/Later", body, n, NULL);
+    submit_version(f, "/test.Svc/Later", "", NULL);
+    submit_version(f, "/test.Svc/Later", "", NULL);
     pump(f);
     sl_grpc_conn_free(f->conn);
     f->conn = NULL;
@@ -798,10 +786,8 @@ static void test_cri_version(void **state)
     sl_cri cri;
     sl_config cfg;
     cri_fixture(f, &cri, &cfg, "/nonexistent");
-    uint8_t body[16];
-    size_t n = version_req(body, "");
-    cstream *s = submit(f, "/runtime.v1.RuntimeService/Version", body, n, NULL);
-    cstream *u = submit(f, "/runtime.v1.RuntimeService/CheckpointContainer", body, n, NULL);
+    cstream *s = submit_version(f, "/runtime.v1.RuntimeService/Version", "", NULL);
+    cstream *u = submit_version(f, "/runtime.v1.RuntimeService/CheckpointContainer", "", NULL);
     pump(f);
     expect_status(s, SL_GRPC_OK, NULL);
     Runtime__V1__VersionResponse *r =
