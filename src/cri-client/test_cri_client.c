@@ -269,60 +269,81 @@ static int version(sl_cri_client *c, uint32_t tmo, Runtime__V1__VersionResponse 
     return rc;
 }
 
+/* A fake server and a client connected to it, with the last call's
+ * answer and error. */
+typedef struct pair {
+    srv *x;
+    sl_cri_client *c;
+    Runtime__V1__VersionResponse *v;
+    sl_cri_err e;
+} pair;
+
+static void pair_open(pair *p, enum mode m, size_t split)
+{
+    memset(p, 0, sizeof(*p));
+    p->x = srv_start(m, split);
+    p->c = connect_to(p->x);
+}
+
+/* One Version call (the previous answer freed). */
+static int pair_version(pair *p, uint32_t tmo)
+{
+    if (p->v)
+        protobuf_c_message_free_unpacked(&p->v->base, NULL);
+    return version(p->c, tmo, &p->v, &p->e);
+}
+
+static void pair_close(pair *p)
+{
+    if (p->v)
+        protobuf_c_message_free_unpacked(&p->v->base, NULL);
+    sl_cri_client_free(p->c);
+    srv_stop(p->x);
+}
+
 /* ---- tests ------------------------------------------------------------------ */
 
 static void test_ok_and_headers(void **state)
 {
     (void)state;
-    srv *x = srv_start(M_OK, 0);
-    sl_cri_client *c = connect_to(x);
-    Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
+    pair p;
+    pair_open(&p, M_OK, 0);
     for (int i = 0; i < 3; i++) { /* several calls on one connection */
-        assert_int_equal(version(c, 1500, &v, &e), SL_CRI_OK);
-        assert_string_equal(v->runtime_name, "fake");
-        assert_string_equal(v->runtime_version, "1.2.3");
-        protobuf_c_message_free_unpacked(&v->base, NULL);
+        assert_int_equal(pair_version(&p, 1500), SL_CRI_OK);
+        assert_string_equal(p.v->runtime_name, "fake");
+        assert_string_equal(p.v->runtime_version, "1.2.3");
     }
-    assert_string_equal(x->req_path, "/runtime.v1.RuntimeService/Version");
-    assert_string_equal(x->ctype, "application/grpc");
-    assert_string_equal(x->te, "trailers");
-    assert_string_equal(x->timeout, "1500m");
-    assert_int_equal(x->body_len, 15); /* empty messages: 5-byte prefixes */
-    assert_int_equal(x->requests, 3);
-    sl_cri_client_free(c);
-    srv_stop(x);
+    assert_string_equal(p.x->req_path, "/runtime.v1.RuntimeService/Version");
+    assert_string_equal(p.x->ctype, "application/grpc");
+    assert_string_equal(p.x->te, "trailers");
+    assert_string_equal(p.x->timeout, "1500m");
+    assert_int_equal(p.x->body_len, 15); /* empty messages: 5-byte prefixes */
+    assert_int_equal(p.x->requests, 3);
+    pair_close(&p);
 }
 
 static void test_every_split(void **state)
 {
     (void)state;
     for (size_t split = 1; split <= 120; split++) {
-        srv *x = srv_start(M_OK, split);
-        sl_cri_client *c = connect_to(x);
-        Runtime__V1__VersionResponse *v;
-        sl_cri_err e;
-        assert_int_equal(version(c, 3000, &v, &e), SL_CRI_OK);
-        assert_string_equal(v->runtime_api_version, "v1");
-        protobuf_c_message_free_unpacked(&v->base, NULL);
-        sl_cri_client_free(c);
-        srv_stop(x);
+        pair p;
+        pair_open(&p, M_OK, split);
+        assert_int_equal(pair_version(&p, 3000), SL_CRI_OK);
+        assert_string_equal(p.v->runtime_api_version, "v1");
+        pair_close(&p);
     }
 }
 
 static void expect_error(enum mode m, int code, const char *substr)
 {
-    srv *x = srv_start(m, 0);
-    sl_cri_client *c = connect_to(x);
-    Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
-    assert_int_equal(version(c, 2000, &v, &e), code);
-    assert_null(v);
-    assert_int_equal(e.code, code);
-    if (!strstr(e.msg, substr))
-        fail_msg("message \"%s\" lacks \"%s\"", e.msg, substr);
-    sl_cri_client_free(c);
-    srv_stop(x);
+    pair p;
+    pair_open(&p, m, 0);
+    assert_int_equal(pair_version(&p, 2000), code);
+    assert_null(p.v);
+    assert_int_equal(p.e.code, code);
+    if (!strstr(p.e.msg, substr))
+        fail_msg("message \"%s\" lacks \"%s\"", p.e.msg, substr);
+    pair_close(&p);
 }
 
 static void test_errors(void **state)
@@ -339,52 +360,41 @@ static void test_errors(void **state)
 static void test_deadline_then_usable(void **state)
 {
     (void)state;
-    srv *x = srv_start(M_SILENT_ONCE, 0);
-    sl_cri_client *c = connect_to(x);
-    Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
-    assert_int_equal(version(c, 200, &v, &e), SL_CRI_DEADLINE_EXCEEDED);
-    assert_true(e.local);
-    assert_non_null(strstr(e.msg, "no answer within 200 ms"));
-    assert_int_equal(version(c, 2000, &v, &e), SL_CRI_OK);
-    protobuf_c_message_free_unpacked(&v->base, NULL);
-    sl_cri_client_free(c);
-    srv_stop(x);
+    pair p;
+    pair_open(&p, M_SILENT_ONCE, 0);
+    assert_int_equal(pair_version(&p, 200), SL_CRI_DEADLINE_EXCEEDED);
+    assert_true(p.e.local);
+    assert_non_null(strstr(p.e.msg, "no answer within 200 ms"));
+    assert_int_equal(pair_version(&p, 2000), SL_CRI_OK);
+    pair_close(&p);
 }
 
 static void test_server_closes(void **state)
 {
     (void)state;
-    srv *x = srv_start(M_CLOSE, 0);
-    sl_cri_client *c = connect_to(x);
-    Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
-    assert_int_equal(version(c, 2000, &v, &e), SL_CRI_UNAVAILABLE);
-    assert_true(e.local);
-    assert_non_null(strstr(e.msg, "closed the connection"));
+    pair p;
+    pair_open(&p, M_CLOSE, 0);
+    assert_int_equal(pair_version(&p, 2000), SL_CRI_UNAVAILABLE);
+    assert_true(p.e.local);
+    assert_non_null(strstr(p.e.msg, "closed the connection"));
     /* Broken from now on, with the same explanation. */
-    assert_int_equal(version(c, 2000, &v, &e), SL_CRI_UNAVAILABLE);
-    assert_non_null(strstr(e.msg, "closed the connection"));
-    sl_cri_client_free(c);
-    srv_stop(x);
+    assert_int_equal(pair_version(&p, 2000), SL_CRI_UNAVAILABLE);
+    assert_non_null(strstr(p.e.msg, "closed the connection"));
+    pair_close(&p);
 }
 
 static void test_big_answers(void **state)
 {
     (void)state;
-    srv *x = srv_start(M_BIG, 0);
-    x->big_len = 3u * 1024 * 1024; /* beyond the 64 KiB default windows */
-    sl_cri_client *c = connect_to(x);
-    Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
-    assert_int_equal(version(c, 5000, &v, &e), SL_CRI_OK);
-    assert_int_equal(strlen(v->runtime_name), x->big_len);
-    protobuf_c_message_free_unpacked(&v->base, NULL);
-    x->big_len = SL_CRI_MAX_RECV_MESSAGE + 1;
-    assert_int_equal(version(c, 10000, &v, &e), SL_CRI_RESOURCE_EXHAUSTED);
-    assert_non_null(strstr(e.msg, "larger than"));
-    sl_cri_client_free(c);
-    srv_stop(x);
+    pair p;
+    pair_open(&p, M_BIG, 0);
+    p.x->big_len = 3u * 1024 * 1024; /* beyond the 64 KiB default windows */
+    assert_int_equal(pair_version(&p, 5000), SL_CRI_OK);
+    assert_int_equal(strlen(p.v->runtime_name), p.x->big_len);
+    p.x->big_len = SL_CRI_MAX_RECV_MESSAGE + 1;
+    assert_int_equal(pair_version(&p, 10000), SL_CRI_RESOURCE_EXHAUSTED);
+    assert_non_null(strstr(p.e.msg, "larger than"));
+    pair_close(&p);
 }
 
 static void test_endpoints(void **state)
