@@ -10,94 +10,18 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import http2 from 'node:http2';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import grpc from '@grpc/grpc-js';
 import { connectCri, loadCriPackage, status as S } from './lib/cri.mjs';
+import {
+  SANITIZER_MARKS, SLUICED, SluicedProc, grpcStatus, h2connect, lpm, rawCall, serialize, unaryRaw,
+} from './lib/sluiced.mjs';
 
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const SLUICED = process.env.SLUICED
-  ? path.resolve(process.env.SLUICED)
-  : path.join(REPO, 'build/src/sluiced/sluiced');
 const START_TIMEOUT_MS = 15000;
-const STOP_TIMEOUT_MS = 20000; // the ASan leak check at exit takes a while
-const RAW_TIMEOUT_MS = 10000;
 const MAX_RECV = 65536;
-const BANNER = /^sluiced: CRI on (\S+) streaming on (http:\/\/127\.0\.0\.1:(\d+)\/)$/m;
-const SANITIZER_MARKS = [
-  'ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:',
-  'ERROR: UndefinedBehaviorSanitizer',
-];
 const RT = '/runtime.v1.RuntimeService/';
-
-class Sluiced {
-  constructor(proc) {
-    this.proc = proc;
-    this.stdout = '';
-    this.stderr = '';
-    this.exited = null;
-    proc.stdout.on('data', (d) => { this.stdout += d; });
-    proc.stderr.on('data', (d) => { this.stderr += d; });
-    this.exitPromise = new Promise((resolve) => {
-      proc.on('exit', (code, signal) => {
-        this.exited = { code, signal };
-        resolve(this.exited);
-      });
-    });
-  }
-
-  describe() {
-    return `sluiced (${SLUICED}) ${this.exited ? JSON.stringify(this.exited) : 'running'}` +
-      `\n--- stdout ---\n${this.stdout}--- stderr ---\n${this.stderr}--- end ---`;
-  }
-
-  assertAlive() {
-    if (this.exited) throw new Error(`sluiced died: ${this.describe()}`);
-  }
-
-  async waitBanner() {
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!BANNER.test(this.stdout)) {
-      if (this.exited) throw new Error(`sluiced exited at start: ${this.describe()}`);
-      if (Date.now() > deadline) throw new Error(`no banner: ${this.describe()}`);
-      await sleep(20);
-    }
-    const m = BANNER.exec(this.stdout);
-    this.endpoint = m[1];
-    this.streamBase = m[2];
-  }
-
-  // SIGTERM: exit 0, no sanitizer report.
-  async stop() {
-    if (!this.exited) this.proc.kill('SIGTERM');
-    let timer;
-    const res = await Promise.race([
-      this.exitPromise,
-      new Promise((resolve) => { timer = setTimeout(() => resolve(null), STOP_TIMEOUT_MS); }),
-    ]);
-    clearTimeout(timer);
-    if (!res) {
-      this.proc.kill('SIGKILL');
-      await this.exitPromise;
-      throw new Error(`no exit within ${STOP_TIMEOUT_MS} ms of SIGTERM: ${this.describe()}`);
-    }
-    await new Promise((resolve) => {
-      if (this.proc.stderr.readableEnded) resolve();
-      else this.proc.stderr.once('end', resolve);
-    });
-    assert.deepEqual(res, { code: 0, signal: null }, `unclean exit: ${this.describe()}`);
-    const mark = SANITIZER_MARKS.find((m) => this.stderr.includes(m));
-    assert.ok(!mark, `sanitizer report ("${mark}"): ${this.describe()}`);
-  }
-}
-
-function sleep(ms) {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 async function tempDirs() {
   const root = await mkdtemp(path.join(os.tmpdir(), 'sluiced-grpc-'));
@@ -120,84 +44,13 @@ function daemonArgs(d) {
 
 async function startSluiced(args) {
   if (!existsSync(SLUICED)) throw new Error(`no sluiced at ${SLUICED} (build it, or set SLUICED)`);
-  const s = new Sluiced(spawn(SLUICED, args, { stdio: ['ignore', 'pipe', 'pipe'] }));
+  const s = new SluicedProc(spawn(SLUICED, args, { stdio: ['ignore', 'pipe', 'pipe'] }), null);
   await s.waitBanner();
   return s;
 }
 
-// ---- raw HTTP/2 -----------------------------------------------------------
-
-function h2connect(sock) {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect('http://localhost', {
-      createConnection: () => net.connect(sock),
-    });
-    session.once('connect', () => resolve(session));
-    session.once('error', reject);
-  });
-}
-
-function lpm(payload, flag = 0) {
-  const p = Buffer.alloc(5);
-  p[0] = flag;
-  p.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([p, payload]);
-}
-
-// One request on session; resolves {http, headers, trailers, data, rst}.
-// body: Buffer written then ended, unless keepOpen.
-function rawCall(session, pathName, body, { headers = {}, keepOpen = false } = {}) {
-  return new Promise((resolve, reject) => {
-    const req = session.request({
-      ':method': 'POST', ':path': pathName, 'content-type': 'application/grpc',
-      te: 'trailers', ...headers,
-    });
-    const out = { http: 0, headers: null, trailers: {}, data: Buffer.alloc(0), rst: null };
-    const timer = setTimeout(() => {
-      req.close();
-      reject(new Error(`no answer to ${pathName} in ${RAW_TIMEOUT_MS} ms`));
-    }, RAW_TIMEOUT_MS);
-    req.on('response', (h) => {
-      out.http = h[':status'];
-      out.headers = h;
-    });
-    req.on('trailers', (t) => { out.trailers = t; });
-    req.on('data', (d) => { out.data = Buffer.concat([out.data, d]); });
-    req.on('error', () => {}); // RST_STREAM(NO_ERROR) after our answer is fine
-    req.on('close', () => {
-      clearTimeout(timer);
-      out.rst = req.rstCode;
-      resolve(out);
-    });
-    if (body) req.write(body);
-    if (!keepOpen) req.end();
-  });
-}
-
-// grpc-status/grpc-message from trailers, or from headers (Trailers-Only).
-function grpcStatus(r) {
-  const src = r.trailers['grpc-status'] !== undefined ? r.trailers : r.headers;
-  return {
-    code: Number(src['grpc-status']),
-    message: decodeURIComponent(src['grpc-message'] ?? ''),
-  };
-}
-
 function versionRequestBytes(version) {
-  const pkg = loadCriPackage();
-  return pkg.RuntimeService.service.Version.requestSerialize({ version });
-}
-
-// A generic grpc-js call to any path (identity (de)serialisation).
-function unaryRaw(endpoint, method, payload = Buffer.alloc(0), deadlineMs = 5000) {
-  const client = new grpc.Client(endpoint, grpc.credentials.createInsecure());
-  return new Promise((resolve) => {
-    client.makeUnaryRequest(method, (b) => b, (b) => b, payload, new grpc.Metadata(),
-      { deadline: new Date(Date.now() + deadlineMs) }, (err, resp) => {
-        client.close();
-        resolve({ err, resp });
-      });
-  });
+  return serialize('RuntimeService', 'Version', { version });
 }
 
 // ---- the suite ----------------------------------------------------------------

@@ -7,85 +7,17 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import http2 from 'node:http2';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import grpc from '@grpc/grpc-js';
-import { connectCri, loadCriPackage, status as S } from './lib/cri.mjs';
-import { SLUICED, SluicedInstance, skipReason } from './lib/sluiced.mjs';
+import { connectCri, status as S } from './lib/cri.mjs';
+import {
+  SLUICED, SluicedInstance, grpcStatus, h2connect, lpm, rawCall, serialize, skipReason, unaryRaw,
+} from './lib/sluiced.mjs';
 
 const skip = skipReason();
 const RT = '/runtime.v1.RuntimeService/';
 const IMG = '/runtime.v1.ImageService/';
-const RAW_TIMEOUT_MS = 10000;
 const NOPE = 'f'.repeat(64);
-
-// ---- raw HTTP/2 ----------------------------------------------------------------
-
-function h2connect(sock) {
-  return new Promise((resolve, reject) => {
-    const session = http2.connect('http://localhost', { createConnection: () => net.connect(sock) });
-    session.once('connect', () => resolve(session));
-    session.once('error', reject);
-  });
-}
-
-function lpm(payload, flag = 0, len = payload.length) {
-  const p = Buffer.alloc(5);
-  p[0] = flag;
-  p.writeUInt32BE(len, 1);
-  return Buffer.concat([p, payload]);
-}
-
-// One call; resolves {http, headers, trailers, data}. With rstAfterMs the
-// stream is reset that long after the body was written (no END_STREAM).
-function rawCall(session, pathName, body, { rstAfterMs } = {}) {
-  return new Promise((resolve, reject) => {
-    const req = session.request({ ':method': 'POST', ':path': pathName,
-      'content-type': 'application/grpc', te: 'trailers' });
-    const out = { http: 0, headers: {}, trailers: {}, data: Buffer.alloc(0) };
-    const timer = setTimeout(() => {
-      req.close();
-      reject(new Error(`no answer to ${pathName} in ${RAW_TIMEOUT_MS} ms`));
-    }, RAW_TIMEOUT_MS);
-    req.on('response', (h) => {
-      out.http = h[':status'];
-      out.headers = h;
-    });
-    req.on('trailers', (t) => { out.trailers = t; });
-    req.on('data', (d) => { out.data = Buffer.concat([out.data, d]); });
-    req.on('error', () => {});
-    req.on('close', () => {
-      clearTimeout(timer);
-      resolve(out);
-    });
-    if (body) req.write(body);
-    if (rstAfterMs === undefined) req.end();
-    else setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), rstAfterMs);
-  });
-}
-
-function grpcStatus(r) {
-  const src = r.trailers['grpc-status'] !== undefined ? r.trailers : r.headers;
-  return { code: Number(src['grpc-status']), message: decodeURIComponent(src['grpc-message'] ?? '') };
-}
-
-function serialize(service, method, msg) {
-  return loadCriPackage()[service].service[method].requestSerialize(msg);
-}
-
-// A call to any path with raw bytes through grpc-js.
-function unaryRaw(endpoint, method, payload = Buffer.alloc(0)) {
-  const client = new grpc.Client(endpoint, grpc.credentials.createInsecure());
-  return new Promise((resolve) => {
-    client.makeUnaryRequest(method, (b) => b, (b) => b, payload, new grpc.Metadata(),
-      { deadline: new Date(Date.now() + 5000) }, (err, resp) => {
-        client.close();
-        resolve({ err, resp });
-      });
-  });
-}
 
 async function rejectsWith(promise, code, re) {
   await assert.rejects(promise, (e) => {

@@ -16,6 +16,8 @@
 // removal of its pod's run dir; stop() fails on any such file.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import grpc from '@grpc/grpc-js';
@@ -33,8 +35,9 @@ export const PAUSE_IMAGE = 'localhost/sluice/pause:latest';
 const START_TIMEOUT_MS = 20000;
 const STOP_TIMEOUT_MS = 30000; // the ASan leak check at exit takes a while
 const CALL_DEADLINE_MS = 30000;
+const RAW_TIMEOUT_MS = 10000;
 const BANNER = /^sluiced: CRI on (\S+) streaming on (http:\/\/127\.0\.0\.1:(\d+)\/)$/m;
-const SANITIZER_MARKS = [
+export const SANITIZER_MARKS = [
   'ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:',
   'ERROR: UndefinedBehaviorSanitizer',
 ];
@@ -258,6 +261,33 @@ export class SluicedProc {
       });
     }
     return res;
+  }
+
+  assertAlive() {
+    if (this.exited) throw new Error(`sluiced died: ${this.describe()}`);
+  }
+
+  // SIGTERM (SIGKILL after ms); resolves what was wrong with the exit: no
+  // exit in time, an unclean status, a sanitizer report on stderr.
+  async terminate(ms = STOP_TIMEOUT_MS) {
+    if (!this.exited) this.proc.kill('SIGTERM');
+    const res = await this.waitExit(ms);
+    if (!res) {
+      this.proc.kill('SIGKILL');
+      await this.exitPromise;
+      return [`no exit within ${ms} ms of SIGTERM`];
+    }
+    const problems = [];
+    if (res.code !== 0 || res.signal !== null) problems.push(`unclean exit ${JSON.stringify(res)}`);
+    const mark = SANITIZER_MARKS.find((m) => this.stderr.includes(m));
+    if (mark) problems.push(`sanitizer report in stderr ("${mark}")`);
+    return problems;
+  }
+
+  // terminate(), throwing on any problem.
+  async stop() {
+    const problems = await this.terminate();
+    if (problems.length) throw new Error(`${problems.join('; ')}: ${this.describe()}`);
   }
 }
 
@@ -521,15 +551,7 @@ export class SluicedInstance {
     }
     this.cri?.close();
     this.cri = null;
-    if (this.proc && !this.proc.exited) {
-      this.proc.proc.kill('SIGTERM');
-      const res = await this.proc.waitExit(STOP_TIMEOUT_MS);
-      if (!res) problems.push(`no exit within ${STOP_TIMEOUT_MS} ms of SIGTERM`);
-      else if (res.code !== 0 || res.signal !== null)
-        problems.push(`unclean exit ${JSON.stringify(res)}`);
-      const mark = SANITIZER_MARKS.find((m) => this.proc.stderr.includes(m));
-      if (mark) problems.push(`sanitizer report in stderr ("${mark}")`);
-    }
+    if (this.proc && !this.proc.exited) problems.push(...(await this.proc.terminate()));
     await sleep(200); // monitors finish their shutdown and exit
     const { left, cgroups } = this.leftovers();
     if (left.length) problems.push(`left behind: ${left.join('; ')}`);
@@ -661,4 +683,85 @@ export async function waitLog(file, pred, what, ms = 15000) {
 
 export function wsUrl(url) {
   return url.replace(/^http:/, 'ws:');
+}
+
+// ---- raw gRPC on the CRI socket ---------------------------------------------
+// For requests a gRPC library will not produce: Node's http2 on the unix
+// socket, and grpc-js with identity (de)serialisation.
+
+export function h2connect(sock) {
+  return new Promise((resolve, reject) => {
+    const session = http2.connect('http://localhost', {
+      createConnection: () => net.connect(sock),
+    });
+    session.once('connect', () => resolve(session));
+    session.once('error', reject);
+  });
+}
+
+// A length-prefixed message; len may lie about payload's length.
+export function lpm(payload, flag = 0, len = payload.length) {
+  const p = Buffer.alloc(5);
+  p[0] = flag;
+  p.writeUInt32BE(len, 1);
+  return Buffer.concat([p, payload]);
+}
+
+// One request on session; resolves {http, headers, trailers, data, rst}.
+// body is written, then the stream ended, unless keepOpen or rstAfterMs
+// (the stream reset with CANCEL that long after, no END_STREAM).
+export function rawCall(session, pathName, body, { headers = {}, keepOpen = false, rstAfterMs } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = session.request({
+      ':method': 'POST', ':path': pathName, 'content-type': 'application/grpc',
+      te: 'trailers', ...headers,
+    });
+    const out = { http: 0, headers: {}, trailers: {}, data: Buffer.alloc(0), rst: null };
+    const timer = setTimeout(() => {
+      req.close();
+      reject(new Error(`no answer to ${pathName} in ${RAW_TIMEOUT_MS} ms`));
+    }, RAW_TIMEOUT_MS);
+    req.on('response', (h) => {
+      out.http = h[':status'];
+      out.headers = h;
+    });
+    req.on('trailers', (tr) => { out.trailers = tr; });
+    req.on('data', (d) => { out.data = Buffer.concat([out.data, d]); });
+    req.on('error', () => {}); // RST_STREAM(NO_ERROR) after our answer is fine
+    req.on('close', () => {
+      clearTimeout(timer);
+      out.rst = req.rstCode;
+      resolve(out);
+    });
+    if (body) req.write(body);
+    if (rstAfterMs !== undefined)
+      setTimeout(() => req.close(http2.constants.NGHTTP2_CANCEL), rstAfterMs);
+    else if (!keepOpen) req.end();
+  });
+}
+
+// grpc-status/grpc-message from trailers, or from headers (Trailers-Only).
+export function grpcStatus(r) {
+  const src = r.trailers['grpc-status'] !== undefined ? r.trailers : r.headers;
+  return {
+    code: Number(src['grpc-status']),
+    message: decodeURIComponent(src['grpc-message'] ?? ''),
+  };
+}
+
+// A CRI request message's bytes, e.g. serialize('RuntimeService', 'Version', {}).
+export function serialize(service, method, msg) {
+  return loadCriPackage()[service].service[method].requestSerialize(msg);
+}
+
+// A grpc-js call to any path with raw bytes; resolves {err, resp}.
+export function unaryRaw(endpoint, method, payload = Buffer.alloc(0), deadlineMs = 5000) {
+  const client = new grpc.Client(endpoint, grpc.credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(method, (b) => b, (b) => b, payload, new grpc.Metadata(),
+      { deadline: new Date(Date.now() + deadlineMs) }, (err, resp) => {
+        client.close();
+        resolve({ err, resp });
+      });
+  });
 }
