@@ -366,17 +366,8 @@ static const sl_cconn_callbacks cconn_cb = {
 static int copy_opts(sl_client_exec *x, const sl_client_exec_opts *o)
 {
     x->url = strdup(o->url ? o->url : "");
-    x->hdrs = calloc(o->nheaders ? o->nheaders : 1, sizeof(*x->hdrs));
-    if (!x->url || !x->hdrs)
+    if (!x->url || sl_upgrade_headers_dup(o->headers, o->nheaders, &x->hdrs, &x->nhdrs) != SL_OK)
         return SL_ERR_NOMEM;
-    for (size_t i = 0; i < o->nheaders; i++, x->nhdrs++) {
-        x->hdrs[i].name = strdup(o->headers[i].name);
-        x->hdrs[i].value = strdup(o->headers[i].value);
-        if (!x->hdrs[i].name || !x->hdrs[i].value) {
-            x->nhdrs++;
-            return SL_ERR_NOMEM;
-        }
-    }
     x->transport = o->transport;
     x->tty = o->tty;
     x->fd[0] = o->stdin_fd;
@@ -394,11 +385,7 @@ static int copy_opts(sl_client_exec *x, const sl_client_exec_opts *o)
 
 static void release(sl_client_exec *x)
 {
-    for (size_t i = 0; i < x->nhdrs; i++) {
-        free((char *)x->hdrs[i].name);
-        free((char *)x->hdrs[i].value);
-    }
-    free(x->hdrs);
+    sl_upgrade_headers_free(x->hdrs, x->nhdrs);
     free(x->url);
     sl_bufq_fini(&x->out);
     free(x);

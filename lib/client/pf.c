@@ -411,17 +411,13 @@ static const sl_cconn_callbacks cconn_cb = {
 
 static void release(sl_client_pf *pf)
 {
-    for (size_t i = 0; i < pf->nhdrs; i++) {
-        free((char *)pf->hdrs[i].name);
-        free((char *)pf->hdrs[i].value);
-    }
+    sl_upgrade_headers_free(pf->hdrs, pf->nhdrs);
     while (pf->ev_head) {
         pf_event *e = pf->ev_head;
         pf->ev_head = e->next;
         free(e->err);
         free(e);
     }
-    free(pf->hdrs);
     free(pf->url);
     sl_bufq_fini(&pf->out);
     free(pf);
@@ -437,16 +433,8 @@ static void timer_closed(uv_handle_t *h)
 static int copy_opts(sl_client_pf *pf, const sl_client_pf_opts *o)
 {
     pf->url = strdup(o->url ? o->url : "");
-    pf->hdrs = calloc(o->nheaders ? o->nheaders : 1, sizeof(*pf->hdrs));
-    if (!pf->url || !pf->hdrs)
+    if (!pf->url || sl_upgrade_headers_dup(o->headers, o->nheaders, &pf->hdrs, &pf->nhdrs) != SL_OK)
         return SL_ERR_NOMEM;
-    for (size_t i = 0; i < o->nheaders; i++) {
-        pf->hdrs[i].name = strdup(o->headers[i].name);
-        pf->hdrs[i].value = strdup(o->headers[i].value);
-        pf->nhdrs++;
-        if (!pf->hdrs[i].name || !pf->hdrs[i].value)
-            return SL_ERR_NOMEM;
-    }
     pf->transport = o->transport;
     pf->timeout_ms = o->timeout_ms ? o->timeout_ms : SL_CLIENT_DEFAULT_TIMEOUT_MS;
     pf->spdy_window = o->spdy_window;

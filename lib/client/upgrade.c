@@ -211,6 +211,32 @@ int sl_upgrade_headers_ok(const sl_client_header *h, size_t n)
     return 1;
 }
 
+int sl_upgrade_headers_dup(const sl_client_header *h, size_t n, sl_client_header **out,
+                           size_t *nout)
+{
+    *nout = 0;
+    *out = calloc(n ? n : 1, sizeof(**out));
+    if (!*out)
+        return SL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        (*out)[i].name = strdup(h[i].name);
+        (*out)[i].value = strdup(h[i].value);
+        ++*nout;
+        if (!(*out)[i].name || !(*out)[i].value)
+            return SL_ERR_NOMEM;
+    }
+    return SL_OK;
+}
+
+void sl_upgrade_headers_free(sl_client_header *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free((char *)h[i].name);
+        free((char *)h[i].value);
+    }
+    free(h);
+}
+
 static int write_host(const sl_client_url *url, sl_bufq *out)
 {
     if (url->ipv6)

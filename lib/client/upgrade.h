@@ -54,6 +54,13 @@ int sl_upgrade_write_request(const sl_upgrade *u, const sl_client_url *url,
                              const sl_client_header *h, size_t n, sl_bufq *out);
 /* True when every header name is a token and no value has CR, LF or NUL. */
 int sl_upgrade_headers_ok(const sl_client_header *h, size_t n);
+/* Copies n headers (names and values) into a new array *out. *nout
+ * counts the entries sl_upgrade_headers_free() must free, also on
+ * failure. Returns SL_OK or SL_ERR_NOMEM. */
+int sl_upgrade_headers_dup(const sl_client_header *h, size_t n, sl_client_header **out,
+                           size_t *nout);
+/* Frees what sl_upgrade_headers_dup() made (h may be NULL). */
+void sl_upgrade_headers_free(sl_client_header *h, size_t n);
 
 /* Checks a complete response. On success returns 0 and sets *chosen to
  * the negotiated protocol (an entry of u->offers). Otherwise returns -1
