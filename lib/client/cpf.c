@@ -1,6 +1,7 @@
 /* Port-forward, client side, over SPDY and SPDY tunnelled in WebSocket
  * (see cpf.h); the legacy channel protocol is in cpf_legacy.c. */
 #include "client/cpf_int.h"
+#include "client/wsch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,18 +217,7 @@ static const sl_ws_callbacks ws_cb = {.on_msg = w_on_msg, .on_close = w_on_close
 
 int sl_cpf_ws_send(sl_cpf *c, uint8_t ch, const uint8_t *data, size_t len)
 {
-    if (c->enc_cap < len + 1) {
-        uint8_t *n = realloc(c->enc, len + 1);
-        if (!n)
-            return SL_ERR_NOMEM;
-        c->enc = n;
-        c->enc_cap = len + 1;
-    }
-    c->enc[0] = ch;
-    if (len)
-        memcpy(c->enc + 1, data, len);
-    int rc = sl_ws_conn_send_msg(c->ws, WSLAY_BINARY_FRAME, c->enc, len + 1);
-    return rc == SL_OK ? sl_ws_conn_flush(c->ws) : rc;
+    return sl_wsch_send(c->ws, &c->enc, &c->enc_cap, ch, data, len);
 }
 
 /* ---- public ------------------------------------------------------------------ */
@@ -407,18 +397,10 @@ bool sl_cpf_flow_control(const sl_cpf *c)
 
 static void ws_after_recv(sl_cpf *c, int rv)
 {
-    char msg[96];
-    if (rv < 0) {
-        sl_cpf_end_session(c, SL_CLIENT_ERR_PROTOCOL,
-                           rv == SL_ERR_TOO_LARGE
-                               ? "WebSocket message from the server above the limit"
-                               : "WebSocket protocol error from the server");
-    } else if (c->close_seen && c->close_code == 1000) {
-        sl_cpf_end_session(c, 0, NULL);
-    } else if (c->close_seen) {
-        snprintf(msg, sizeof(msg), "the server closed the connection with code %u", c->close_code);
-        sl_cpf_end_session(c, SL_CLIENT_ERR_LOST, msg);
-    }
+    char msg[SL_WSCH_END_MSG_MAX];
+    int kind = sl_wsch_end(rv, c->close_seen, c->close_code, msg);
+    if (kind >= 0)
+        sl_cpf_end_session(c, kind, kind ? msg : NULL);
     tunnel_out(c);
     sl_ws_conn_flush(c->ws); /* the close echo, pongs */
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "client/status.h"
+#include "client/wsch.h"
 #include "spdy/spdy_session.h"
 #include "ws/ws_conn.h"
 
@@ -244,33 +245,17 @@ static const sl_ws_callbacks ws_cb = {.on_msg = w_on_msg, .on_close = w_on_close
 
 static int ws_send(sl_crc *c, uint8_t ch, const uint8_t *data, size_t len)
 {
-    if (c->enc_cap < len + 1) {
-        uint8_t *n = realloc(c->enc, len + 1);
-        if (!n)
-            return SL_ERR_NOMEM;
-        c->enc = n;
-        c->enc_cap = len + 1;
-    }
-    c->enc[0] = ch;
-    if (len)
-        memcpy(c->enc + 1, data, len);
-    int rc = sl_ws_conn_send_msg(c->ws, WSLAY_BINARY_FRAME, c->enc, len + 1);
-    return rc == SL_OK ? sl_ws_conn_flush(c->ws) : rc;
+    return sl_wsch_send(c->ws, &c->enc, &c->enc_cap, ch, data, len);
 }
 
 static void ws_after_recv(sl_crc *c, int rv)
 {
-    char msg[96];
-    if (rv < 0) {
-        fail(c, SL_CLIENT_ERR_PROTOCOL,
-             rv == SL_ERR_TOO_LARGE ? "WebSocket message from the server above the limit"
-                                    : "WebSocket protocol error from the server");
-    } else if (c->close_seen && c->close_code == 1000) {
+    char msg[SL_WSCH_END_MSG_MAX];
+    int kind = sl_wsch_end(rv, c->close_seen, c->close_code, msg);
+    if (kind == 0)
         finish_status(c);
-    } else if (c->close_seen) {
-        snprintf(msg, sizeof(msg), "the server closed the connection with code %u", c->close_code);
-        fail(c, SL_CLIENT_ERR_LOST, msg);
-    }
+    else if (kind > 0)
+        fail(c, (sl_client_err_kind)kind, msg);
     sl_ws_conn_flush(c->ws); /* the close echo */
 }
 
