@@ -51,6 +51,21 @@ static const sk_ctr *pick_ctr(stream_job *sj, const sk_pod *p)
     return c;
 }
 
+/* Exec, Attach and PortForward answer alike: {1: url}, read through the
+ * descriptor so one call serves the three response types. */
+static int call_url(stream_job *sj, sl_cri_client *cli, const char *method,
+                    const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d, char **url)
+{
+    ProtobufCMessage *r = NULL;
+    int rc = sl_cri_client_call(cli, method, req, d, &r, SK_CRI_TIMEOUT_MS, &sj->job.err);
+    if (rc == SL_CRI_OK) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(d, 1);
+        *url = strdup(*(const char *const *)((const char *)r + f->offset));
+        protobuf_c_message_free_unpacked(r, NULL);
+    }
+    return rc;
+}
+
 static int call_exec(stream_job *sj, sl_cri_client *cli, const sk_ctr *c, char **url)
 {
     Runtime__V1__ExecRequest req = RUNTIME__V1__EXEC_REQUEST__INIT;
@@ -61,14 +76,7 @@ static int call_exec(stream_job *sj, sl_cri_client *cli, const sk_ctr *c, char *
     req.stdin = sj->in;
     req.stdout = sj->out;
     req.stderr = sj->err;
-    Runtime__V1__ExecResponse *r = NULL;
-    int rc = sl_cri_client_call(cli, RT "Exec", &req.base, &runtime__v1__exec_response__descriptor,
-                                (ProtobufCMessage **)&r, SK_CRI_TIMEOUT_MS, &sj->job.err);
-    if (rc == SL_CRI_OK) {
-        *url = strdup(r->url);
-        protobuf_c_message_free_unpacked(&r->base, NULL);
-    }
-    return rc;
+    return call_url(sj, cli, RT "Exec", &req.base, &runtime__v1__exec_response__descriptor, url);
 }
 
 static int call_attach(stream_job *sj, sl_cri_client *cli, const sk_ctr *c, char **url)
@@ -79,15 +87,8 @@ static int call_attach(stream_job *sj, sl_cri_client *cli, const sk_ctr *c, char
     req.stdin = sj->in;
     req.stdout = sj->out;
     req.stderr = sj->err;
-    Runtime__V1__AttachResponse *r = NULL;
-    int rc =
-        sl_cri_client_call(cli, RT "Attach", &req.base, &runtime__v1__attach_response__descriptor,
-                           (ProtobufCMessage **)&r, SK_CRI_TIMEOUT_MS, &sj->job.err);
-    if (rc == SL_CRI_OK) {
-        *url = strdup(r->url);
-        protobuf_c_message_free_unpacked(&r->base, NULL);
-    }
-    return rc;
+    return call_url(sj, cli, RT "Attach", &req.base, &runtime__v1__attach_response__descriptor,
+                    url);
 }
 
 static int call_pf(stream_job *sj, sl_cri_client *cli, const sk_pod *p, char **url)
@@ -96,15 +97,8 @@ static int call_pf(stream_job *sj, sl_cri_client *cli, const sk_pod *p, char **u
     req.pod_sandbox_id = p->sandbox_id;
     req.port = sj->ports;
     req.n_port = sj->nports;
-    Runtime__V1__PortForwardResponse *r = NULL;
-    int rc = sl_cri_client_call(cli, RT "PortForward", &req.base,
-                                &runtime__v1__port_forward_response__descriptor,
-                                (ProtobufCMessage **)&r, SK_CRI_TIMEOUT_MS, &sj->job.err);
-    if (rc == SL_CRI_OK) {
-        *url = strdup(r->url);
-        protobuf_c_message_free_unpacked(&r->base, NULL);
-    }
-    return rc;
+    return call_url(sj, cli, RT "PortForward", &req.base,
+                    &runtime__v1__port_forward_response__descriptor, url);
 }
 
 static void stream_call(stream_job *sj, sl_cri_client *cli, const sk_pod *p)
