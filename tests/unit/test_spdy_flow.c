@@ -294,6 +294,40 @@ static void fairness(void **state)
     app_free(s);
 }
 
+/* Direct sends: frames go into out at once while it is below the limit
+ * and nothing is queued ahead; the rest queues, and flush sends it in
+ * order; enforced windows hold direct sends too. */
+static void direct_send(void **state)
+{
+    (void)state;
+    app *a = server_with_stream(NULL);
+    sl_spdy_session_set_direct_limit(a->s, 40000);
+    send_zeros(a, 1, 100000); /* two frames direct: out was below 40000 before each */
+    assert_int_equal(sl_bufq_len(&a->out), 2 * (8 + 32768));
+    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 100000 - 65536);
+    send_zeros(a, 1, 10); /* queued behind the rest, never ahead of it */
+    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 100010 - 65536);
+    assert_string_equal(wire(a), "DATA 1 f0 32768|DATA 1 f0 32768|");
+    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
+    assert_string_equal(wire(a), "DATA 1 f0 32768|DATA 1 f0 1706|");
+    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 0);
+    send_zeros(a, 1, 5); /* empty queue again: direct */
+    assert_string_equal(wire(a), "DATA 1 f0 5|");
+
+    /* a flow-control peer's window limits the direct path as well */
+    feed_settings_iws(a, 1000, SL_OK); /* 1000 - (100015 sent) < 0 */
+    wire(a);
+    feed_wu(a, 1, 100015 - 1000 + 300, SL_OK); /* 300 of credit */
+    send_zeros(a, 1, 500);
+    assert_string_equal(wire(a), "DATA 1 f0 300|");
+    assert_int_equal(sl_spdy_stream_pending(a->s, 1), 200);
+    assert_int_equal(sl_spdy_stream_close(a->s, 1), SL_OK);
+    feed_wu(a, 1, 200, SL_OK);
+    assert_int_equal(sl_spdy_session_flush(a->s, 1 << 20), SL_OK);
+    assert_string_equal(wire(a), "DATA 1 f0 200|DATA 1 f1 0|");
+    app_free(a);
+}
+
 static void window_overflow(void **state)
 {
     (void)state;
@@ -520,19 +554,13 @@ static void announce_client_to_server(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(in_memory_exchange),
-        cmocka_unit_test(bulk_both_ways),
-        cmocka_unit_test(fc_peer_window),
-        cmocka_unit_test(no_fc_peer_never_blocks),
-        cmocka_unit_test(fc_inbound_credit),
-        cmocka_unit_test(fairness),
-        cmocka_unit_test(window_overflow),
-        cmocka_unit_test(announce_api),
-        cmocka_unit_test(announce_towards_go_peer),
-        cmocka_unit_test(announce_small_window),
-        cmocka_unit_test(announce_returns_held_credit),
-        cmocka_unit_test(announce_end_to_end),
-        cmocka_unit_test(announce_client_to_server),
+        cmocka_unit_test(in_memory_exchange),    cmocka_unit_test(bulk_both_ways),
+        cmocka_unit_test(fc_peer_window),        cmocka_unit_test(no_fc_peer_never_blocks),
+        cmocka_unit_test(fc_inbound_credit),     cmocka_unit_test(fairness),
+        cmocka_unit_test(direct_send),           cmocka_unit_test(window_overflow),
+        cmocka_unit_test(announce_api),          cmocka_unit_test(announce_towards_go_peer),
+        cmocka_unit_test(announce_small_window), cmocka_unit_test(announce_returns_held_credit),
+        cmocka_unit_test(announce_end_to_end),   cmocka_unit_test(announce_client_to_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

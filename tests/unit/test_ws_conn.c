@@ -393,6 +393,67 @@ static void send_length_forms(void **state)
     }
 }
 
+/* The direct framing gives the bytes wslay would, at every length form
+ * (the message is the prefix byte plus the payload). */
+static void send_prefixed_forms(void **state)
+{
+    (void)state;
+    static uint8_t msg[70001];
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)(i * 7 + 3);
+    static const size_t lens[] = {0, 1, 124, 125, 300, 65534, 65535, 70000};
+    for (size_t c = 0; c < sizeof(lens) / sizeof(lens[0]); c++) {
+        rec d, w;
+        rec_open(&d, 0, TEST_MAX_MESSAGE);
+        rec_open(&w, 0, TEST_MAX_MESSAGE);
+        assert_int_equal(
+            sl_ws_conn_send_prefixed(d.ws, WSLAY_BINARY_FRAME, msg[0], msg + 1, lens[c]), SL_OK);
+        assert_int_equal(sl_ws_conn_queued(d.ws), 0); /* straight into out */
+        assert_int_equal(sl_ws_conn_send_msg(w.ws, WSLAY_BINARY_FRAME, msg, lens[c] + 1), SL_OK);
+        size_t n;
+        const uint8_t *want = flushed(&w, &n);
+        uint8_t *copy = malloc(n);
+        assert_non_null(copy);
+        memcpy(copy, want, n);
+        expect_out(&d, copy, n);
+        free(copy);
+        rec_close(&d);
+        rec_close(&w);
+    }
+}
+
+/* When wslay holds frames, the text opcode, the client role, or after a
+ * close: not possible, and nothing is written. */
+static void send_prefixed_falls_back(void **state)
+{
+    (void)state;
+    rec r;
+    rec_open(&r, 0, TEST_MAX_MESSAGE);
+    const uint8_t x = 'x';
+    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_TEXT_FRAME, 1, &x, 1), SL_ERR_WOULDBLOCK);
+    assert_int_equal(sl_ws_conn_ping(r.ws), SL_OK); /* queued in wslay, not flushed */
+    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_BINARY_FRAME, 1, &x, 1),
+                     SL_ERR_WOULDBLOCK);
+    assert_int_equal(sl_bufq_len(&r.out), 0);
+    expect_out(&r, (const uint8_t *)"\x89\x00", 2);
+    sl_bufq_consume(&r.out, 2);
+    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_BINARY_FRAME, 1, &x, 1), SL_OK);
+    expect_out(&r, (const uint8_t *)"\x82\x02\x01x", 4);
+    sl_bufq_consume(&r.out, 4);
+    assert_int_equal(sl_ws_conn_close(r.ws, 1000, NULL), SL_OK);
+    assert_int_equal(sl_ws_conn_flush(r.ws), SL_OK);
+    sl_bufq_consume(&r.out, sl_bufq_len(&r.out));
+    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_BINARY_FRAME, 1, &x, 1),
+                     SL_ERR_WOULDBLOCK);
+    assert_int_equal(sl_ws_conn_send_msg(r.ws, WSLAY_BINARY_FRAME, &x, 1), SL_ERR_CLOSED);
+    assert_int_equal(sl_bufq_len(&r.out), 0);
+    rec_close(&r);
+    rec_open(&r, 1, TEST_MAX_MESSAGE); /* client frames are masked: wslay's job */
+    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_BINARY_FRAME, 1, &x, 1),
+                     SL_ERR_WOULDBLOCK);
+    rec_close(&r);
+}
+
 static void send_then_close_keeps_order(void **state)
 {
     (void)state;
@@ -488,6 +549,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(binary_message),
+        cmocka_unit_test(send_prefixed_forms),
+        cmocka_unit_test(send_prefixed_falls_back),
         cmocka_unit_test(fragmented_text),
         cmocka_unit_test(ping_pong),
         cmocka_unit_test(unmasked_frame),
