@@ -31,3 +31,40 @@ void sl_ws_out_fini(sl_ws_out *o)
     o->enc = NULL;
     o->cap = 0;
 }
+
+void sl_ws_out_flush(sl_ws_out *o)
+{
+    sl_ws_conn_flush(o->ws);
+    sl_conn_flush(o->c);
+}
+
+void sl_ws_out_peer_closed(sl_ws_out *o)
+{
+    o->ending = true;
+    /* the close frame first: finishing an empty queue shuts the socket */
+    sl_ws_out_flush(o);
+    sl_conn_finish(o->c);
+}
+
+void sl_ws_out_end(sl_ws_out *o, uint16_t code, const char *reason)
+{
+    if (o->ending)
+        return;
+    o->ending = true;
+    sl_ws_conn_close(o->ws, code, reason);
+    sl_ws_out_peer_closed(o);
+}
+
+void sl_ws_out_recv(sl_ws_out *o, const uint8_t *data, size_t len)
+{
+    if (sl_ws_conn_recv(o->ws, data, len) < 0)
+        sl_ws_out_peer_closed(o);
+    else
+        sl_ws_out_flush(o);
+}
+
+void sl_ws_out_poke(sl_ws_out *o)
+{
+    if (!o->ending && sl_ws_conn_ping(o->ws) == SL_OK)
+        sl_ws_out_flush(o);
+}

@@ -30,24 +30,7 @@ struct ws_pf {
     sl_stream_req *req;
     pf_slot *slots;
     size_t nslots, ndone;
-    bool ending;
 };
-
-static void flush(ws_pf *w)
-{
-    sl_ws_conn_flush(w->ws);
-    sl_conn_flush(w->c);
-}
-
-static void end_with(ws_pf *w, uint16_t code, const char *reason)
-{
-    if (w->ending)
-        return;
-    w->ending = true;
-    sl_ws_conn_close(w->ws, code, reason);
-    flush(w);
-    sl_conn_finish(w->c);
-}
 
 /* ---- sl_pf_transport, one per slot ---- */
 
@@ -55,10 +38,10 @@ static int t_send(void *t, const uint8_t *data, size_t len)
 {
     pf_slot *s = t;
     ws_pf *w = s->owner;
-    if (w->ending)
+    if (w->out.ending)
         return SL_ERR_CLOSED;
     int rc = sl_ws_out_send(&w->out, (uint8_t)(2 * s->index), data, len);
-    flush(w);
+    sl_ws_out_flush(&w->out);
     return rc;
 }
 
@@ -91,12 +74,12 @@ static void t_done(void *t, const char *err)
         return;
     s->done = true;
     w->ndone++;
-    if (err && !w->ending) {
+    if (err && !w->out.ending) {
         sl_ws_out_send(&w->out, (uint8_t)(2 * s->index + 1), (const uint8_t *)err, strlen(err));
-        flush(w);
+        sl_ws_out_flush(&w->out);
     }
     if (w->ndone == w->nslots)
-        end_with(w, 1000, "");
+        sl_ws_out_end(&w->out, 1000, "");
 }
 
 static const sl_pf_transport pf_transport = {
@@ -116,7 +99,7 @@ static void on_msg(void *arg, int is_text, uint8_t *data, size_t len)
     uint8_t ch;
     uint8_t *payload;
     size_t plen;
-    if (w->ending || sl_ws_channel_decode(data, len, w->out.base64, &ch, &payload, &plen) < 0)
+    if (w->out.ending || sl_ws_channel_decode(data, len, w->out.base64, &ch, &payload, &plen) < 0)
         return;
     /* Only data channels carry client bytes; anything else is ignored. */
     if (ch % 2 != 0 || ch / 2 >= w->nslots || w->slots[ch / 2].done)
@@ -128,9 +111,7 @@ static void on_close(void *arg, uint16_t code)
 {
     ws_pf *w = arg;
     (void)code;
-    w->ending = true;
-    flush(w);
-    sl_conn_finish(w->c);
+    sl_ws_out_peer_closed(&w->out);
 }
 
 static const sl_ws_callbacks ws_callbacks = {.on_msg = on_msg, .on_close = on_close};
@@ -138,17 +119,13 @@ static const sl_ws_callbacks ws_callbacks = {.on_msg = on_msg, .on_close = on_cl
 static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     ws_pf *w = s;
-    if (sl_ws_conn_recv(w->ws, data, len) < 0) {
-        w->ending = true;
-        sl_conn_finish(w->c);
-    }
-    flush(w);
+    sl_ws_out_recv(&w->out, data, len);
 }
 
 static void p_drained(void *s)
 {
     ws_pf *w = s;
-    for (size_t i = 0; i < w->nslots && !w->ending; i++)
+    for (size_t i = 0; i < w->nslots && !w->out.ending; i++)
         if (!w->slots[i].done)
             sl_pf_drained(w->slots[i].pf);
 }
@@ -169,8 +146,7 @@ static void p_closed(void *s)
 static void p_poke(void *s)
 {
     ws_pf *w = s;
-    if (!w->ending && sl_ws_conn_ping(w->ws) == SL_OK)
-        flush(w);
+    sl_ws_out_poke(&w->out);
 }
 
 static const sl_conn_proto ws_pf_proto = {
@@ -211,6 +187,7 @@ void sl_ws_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
     w->req = req;
     w->slots = slots;
     w->nslots = n;
+    w->out.c = c;
     w->out.ws = w->ws;
     w->out.base64 = strstr(proto, "base64") != NULL;
     for (size_t i = 0; i < n; i++) {
@@ -226,9 +203,9 @@ void sl_ws_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
     }
     sl_conn_flush(c); /* the 101 */
     send_port_prefixes(w);
-    flush(w);
+    sl_ws_out_flush(&w->out);
     sl_conn_upgrade(c, &ws_pf_proto, w, leftover, len);
-    for (size_t i = 0; i < n && !w->ending; i++)
+    for (size_t i = 0; i < n && !w->out.ending; i++)
         if (slots[i].pf)
             sl_pf_start(slots[i].pf);
 }

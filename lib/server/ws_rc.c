@@ -18,26 +18,19 @@ typedef struct ws_rc {
     sl_rc *rc;
     int version;
     bool base64;
-    bool ending; /* close frame queued */
 } ws_rc;
 
 /* ---- sl_rc_transport ---- */
 
-static void flush(ws_rc *w)
-{
-    sl_ws_conn_flush(w->ws);
-    sl_conn_flush(w->c);
-}
-
 static int t_send(void *t, int ch, const uint8_t *data, size_t len)
 {
     ws_rc *w = t;
-    if (w->ending)
+    if (w->out.ending)
         return SL_ERR_CLOSED;
     int rc = sl_ws_out_send(&w->out, (uint8_t)ch, data, len);
     if (rc < 0)
         return rc;
-    flush(w);
+    sl_ws_out_flush(&w->out);
     return SL_OK;
 }
 
@@ -61,24 +54,16 @@ static void t_pause_input(void *t, int ch, bool pause)
     sl_conn_pause_read(w->c, pause);
 }
 
-static void end_with(ws_rc *w, uint16_t code, const char *reason)
-{
-    if (w->ending)
-        return;
-    w->ending = true;
-    sl_ws_conn_close(w->ws, code, reason);
-    flush(w);
-    sl_conn_finish(w->c);
-}
-
 static void t_done(void *t)
 {
-    end_with(t, 1000, "");
+    ws_rc *w = t;
+    sl_ws_out_end(&w->out, 1000, "");
 }
 
 static void t_abort(void *t, const char *why)
 {
-    end_with(t, 1001, why);
+    ws_rc *w = t;
+    sl_ws_out_end(&w->out, 1001, why);
 }
 
 static const sl_rc_transport ws_transport = {
@@ -96,7 +81,7 @@ static void on_msg(void *arg, int is_text, uint8_t *data, size_t len)
 {
     ws_rc *w = arg;
     (void)is_text; /* both are accepted, as the kubelet does */
-    if (w->ending)
+    if (w->out.ending)
         return;
     uint8_t ch;
     uint8_t *payload;
@@ -106,7 +91,7 @@ static void on_msg(void *arg, int is_text, uint8_t *data, size_t len)
     if (ch == SL_CH_CLOSE && w->version >= 5) {
         /* A malformed CLOSE breaks the read loop of the Go server too. */
         if (plen != 1 || payload[0] > SL_CH_RESIZE) {
-            end_with(w, 1002, "malformed CLOSE message");
+            sl_ws_out_end(&w->out, 1002, "malformed CLOSE message");
             return;
         }
         sl_rc_input_eof(w->rc, payload[0]);
@@ -119,10 +104,7 @@ static void on_close(void *arg, uint16_t code)
 {
     ws_rc *w = arg;
     (void)code;
-    /* The peer closed (or broke the protocol): the close answer is queued. */
-    w->ending = true;
-    flush(w);
-    sl_conn_finish(w->c);
+    sl_ws_out_peer_closed(&w->out);
 }
 
 static const sl_ws_callbacks ws_callbacks = {.on_msg = on_msg, .on_close = on_close};
@@ -132,19 +114,13 @@ static const sl_ws_callbacks ws_callbacks = {.on_msg = on_msg, .on_close = on_cl
 static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     ws_rc *w = s;
-    if (sl_ws_conn_recv(w->ws, data, len) < 0) {
-        w->ending = true;
-        flush(w);
-        sl_conn_finish(w->c);
-        return;
-    }
-    flush(w);
+    sl_ws_out_recv(&w->out, data, len);
 }
 
 static void p_drained(void *s)
 {
     ws_rc *w = s;
-    if (!w->ending)
+    if (!w->out.ending)
         sl_rc_output_drained(w->rc);
 }
 
@@ -160,8 +136,7 @@ static void p_closed(void *s)
 static void p_poke(void *s)
 {
     ws_rc *w = s;
-    if (!w->ending && sl_ws_conn_ping(w->ws) == SL_OK)
-        flush(w);
+    sl_ws_out_poke(&w->out);
 }
 
 static const sl_conn_proto ws_rc_proto = {
@@ -228,6 +203,7 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         sl_conn_abort(c);
         return;
     }
+    w->out.c = c;
     w->out.ws = w->ws;
     w->out.base64 = w->base64;
     sl_conn_flush(c); /* the 101 */
