@@ -81,6 +81,12 @@ typedef struct bn_ctx {
 
 /* ---- util.c: time, results, misc ---- */
 double bn_now(void);
+/* This process's CPU seconds (user + system): the client's cost. */
+double bn_client_cpu(void);
+/* The median of v[0..n) (sorts v); 0 when n is 0. */
+double bn_median(double *v, int n);
+/* The i-th runtime of run `run`: which one goes first alternates. */
+bn_rt *bn_nth(bn_ctx *c, int run, int i);
 void bn_results_init(void);
 json_t *bn_results(void);
 /* Appends sample v to samples[wl][metric][side]. */

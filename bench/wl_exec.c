@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,20 +20,6 @@ typedef struct probe {
     pthread_t th;
     double t_accept;
 } probe;
-
-/* i-th runtime of run `run`: alternate which goes first. */
-static bn_rt *nth(bn_ctx *c, int run, int i)
-{
-    return &c->rt[(run + i) % c->nrt];
-}
-
-static double client_cpu(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
-           (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
-}
 
 int bn_exec_once(bn_rt *rt, const char *const *cmd, size_t ncmd, sl_transport tr, int in, int out,
                  int err, bn_exec *x, double *rpc_s, double timeout_s)
@@ -61,18 +46,6 @@ int bn_exec_once(bn_rt *rt, const char *const *cmd, size_t ncmd, sl_transport tr
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
-}
-
 /* ---- 1. exec true ---- */
 
 static void true_side(bn_ctx *c, bn_rt *rt, int iters)
@@ -95,14 +68,14 @@ static void true_side(bn_ctx *c, bn_rt *rt, int iters)
         bn_add("exec_true", "after_upgrade_ms", rt->name, (x.t_end - x.t_upgraded) * 1e3);
     }
     if (n)
-        bn_add("exec_true", "p50_run_ms", rt->name, median(tot, n));
+        bn_add("exec_true", "p50_run_ms", rt->name, bn_median(tot, n));
     free(tot);
 }
 
 void bn_wl_exec_true(bn_ctx *c, int run)
 {
     for (int i = 0; i < c->nrt; i++)
-        true_side(c, nth(c, run, i), c->o.true_iters);
+        true_side(c, bn_nth(c, run, i), c->o.true_iters);
 }
 
 /* ---- 1b. the split: `nc 127.0.0.1 P -e cat` connects to us (the process
@@ -174,7 +147,7 @@ void bn_wl_exec_split(bn_ctx *c, int run)
 {
     for (int i = 0; i < c->nrt; i++)
         for (int k = 0; k < c->o.split_iters; k++)
-            split_once(c, nth(c, run, i));
+            split_once(c, bn_nth(c, run, i));
 }
 
 /* ---- 2. exec stdout: dd from /dev/zero with 64 KiB or 4 KiB writes ---- */
@@ -217,14 +190,14 @@ static void stdout_side(bn_ctx *c, bn_rt *rt, size_t ws, sl_transport tr, const 
         return;
     bn_cpu a, b;
     bn_cpu_snap(rt, &a);
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     bn_exec x;
     double rpc;
     int rc = bn_exec_once(rt, cmd, 4, tr, -1, p[1], c->devnull, &x, &rpc, SESSION_TIMEOUT_S);
     close(p[1]);
     bn_reader_join(&r);
     bn_cpu_snap(rt, &b);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (rc < 0 || x.exit_code != 0 || r.bytes != c->o.stdout_bytes) {
         if (rc == 0)
             bn_error("%s: exec stdout %s: exit %d, %llu of %llu bytes", rt->name, m->rate,
@@ -249,12 +222,12 @@ static void stdout_limit(bn_ctx *c, size_t ws, bool tcp, const metric_names *m1,
     if ((tcp ? bn_tcp_pair(&fds[0], &fds[1]) : bn_pipe(fds)) < 0 ||
         bn_reader_start(&r, fds[0], 0) < 0)
         return;
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     pid_t pid = bn_spawn(argv, -1, fds[1], c->devnull);
     close(fds[1]);
     int st = pid > 0 ? bn_wait(pid) : -1;
     bn_reader_join(&r);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (st != 0 || r.bytes != c->o.stdout_bytes) {
         bn_error("limit dd %s: exit %d, %llu bytes", bs, st, (unsigned long long)r.bytes);
         return;
@@ -275,7 +248,7 @@ void bn_wl_exec_stdout(bn_ctx *c, int run)
         for (size_t t = 0; t < 2; t++) {
             names(&m[t], what, bn_transport_name(trs[t]));
             for (int i = 0; i < c->nrt; i++)
-                stdout_side(c, nth(c, run, i), sizes[s], trs[t], &m[t]);
+                stdout_side(c, bn_nth(c, run, i), sizes[s], trs[t], &m[t]);
         }
         stdout_limit(c, sizes[s], false, &m[0], &m[1]);
         stdout_limit(c, sizes[s], true, &m[0], &m[1]);
@@ -300,7 +273,7 @@ static void stdin_side(bn_ctx *c, bn_rt *rt, sl_transport tr, const metric_names
         return;
     bn_cpu a, b;
     bn_cpu_snap(rt, &a);
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     bn_exec x;
     double rpc;
     int rc = bn_exec_once(rt, cmd, 2, tr, in[0], out[1], c->devnull, &x, &rpc, SESSION_TIMEOUT_S);
@@ -310,7 +283,7 @@ static void stdin_side(bn_ctx *c, bn_rt *rt, sl_transport tr, const metric_names
     bn_writer_join(&w);
     bn_reader_join(&r);
     bn_cpu_snap(rt, &b);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (rc < 0 || x.exit_code != 0 || !wc_says(&r, c->o.stdin_bytes)) {
         if (rc == 0)
             bn_error("%s: exec stdin %s: exit %d, wc says '%s', wrote %llu", rt->name, m->rate,
@@ -331,7 +304,7 @@ static void stdin_limit(bn_ctx *c, bool tcp, const metric_names *m1, const metri
     if ((tcp ? bn_tcp_pair(&in[1], &in[0]) : bn_pipe(in)) < 0 || bn_pipe(out) < 0 ||
         bn_reader_start(&r, out[0], 0) < 0)
         return;
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     double t0 = bn_now();
     pid_t pid = bn_spawn(argv, in[0], out[1], c->devnull);
     close(in[0]);
@@ -342,7 +315,7 @@ static void stdin_limit(bn_ctx *c, bool tcp, const metric_names *m1, const metri
     double t1 = bn_now();
     bn_writer_join(&w);
     bn_reader_join(&r);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (st != 0 || !wc_says(&r, c->o.stdin_bytes)) {
         bn_error("limit wc -c (%s): exit %d, says '%s'", tcp ? "tcp" : "pipe", st, r.head);
         return;
@@ -359,7 +332,7 @@ void bn_wl_exec_stdin(bn_ctx *c, int run)
     for (size_t t = 0; t < 2; t++) {
         names(&m[t], "stdin", bn_transport_name(trs[t]));
         for (int i = 0; i < c->nrt; i++) {
-            bn_rt *rt = nth(c, run, i);
+            bn_rt *rt = bn_nth(c, run, i);
             /* v4 WebSocket cannot send EOF: wc -c would never end. */
             if (trs[t] == SL_TRANSPORT_WEBSOCKET && strncmp(rt->ws_proto, "v5.", 3)) {
                 bn_info("exec_stdin", rt->name,

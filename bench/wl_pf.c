@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,19 +14,6 @@
 #define PF_TIMEOUT_S 300.0     /* one transfer at most */
 #define UPGRADE_TIMEOUT_S 30.0 /* the session's upgrade */
 #define POLL_S 0.01            /* loop slice while threads do the I/O */
-
-static bn_rt *nth(bn_ctx *c, int run, int i)
-{
-    return &c->rt[(run + i) % c->nrt];
-}
-
-static double client_cpu(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
-           (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
-}
 
 static void add(const char *metric, const char *dir, const char *tr, const char *side, double v)
 {
@@ -78,7 +64,7 @@ static void pf_down(bn_ctx *c, bn_rt *rt, sl_transport tr)
     bn_pf p;
     bn_cpu a, b;
     bn_cpu_snap(rt, &a);
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     int mine;
     bn_reader r = {.fd = -1};
     if (open_session(rt, tr, &p) < 0)
@@ -94,7 +80,7 @@ static void pf_down(bn_ctx *c, bn_rt *rt, sl_transport tr)
     bn_reader_join(&r);
     bn_pf_end(&p);
     bn_cpu_snap(rt, &b);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (r.bytes != c->o.pf_bytes) {
         bn_error("%s: pf download over %s: %llu of %llu bytes%s%s", rt->name, bn_transport_name(tr),
                  (unsigned long long)r.bytes, (unsigned long long)c->o.pf_bytes,
@@ -110,7 +96,7 @@ static void pf_up(bn_ctx *c, bn_rt *rt, sl_transport tr)
     bn_pf p;
     bn_cpu a, b;
     bn_cpu_snap(rt, &a);
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     int mine;
     bn_writer w = {.fd = -1};
     if (open_session(rt, tr, &p) < 0)
@@ -126,7 +112,7 @@ static void pf_up(bn_ctx *c, bn_rt *rt, sl_transport tr)
     bn_pf_end(&p);
     bn_writer_join(&w);
     bn_cpu_snap(rt, &b);
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     if (!ok || w.done != c->o.pf_bytes || strncmp(w.reply, "ok", 2)) {
         bn_error("%s: pf upload over %s: wrote %llu of %llu, reply '%s'%s%s", rt->name,
                  bn_transport_name(tr), (unsigned long long)w.done,
@@ -149,7 +135,7 @@ static void limit_down(bn_ctx *c, bool tcp)
     if ((tcp ? bn_tcp_pair(&fds[0], &fds[1]) : bn_pipe(fds)) < 0 ||
         bn_reader_start(&r, fds[0], 0) < 0)
         return;
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     pid_t pid = bn_spawn(argv, -1, fds[1], c->devnull);
     close(fds[1]);
     int st = pid > 0 ? bn_wait(pid) : -1;
@@ -159,7 +145,7 @@ static void limit_down(bn_ctx *c, bool tcp)
                  (unsigned long long)r.bytes);
         return;
     }
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     add_rate("down", "spdy", tcp ? "tcp" : "pipe", r.bytes, r.t_last - r.t_first, -1, cc);
     add_rate("down", "tunnel", tcp ? "tcp" : "pipe", r.bytes, r.t_last - r.t_first, -1, cc);
 }
@@ -174,7 +160,7 @@ static void limit_up(bn_ctx *c, bool tcp)
     bn_writer w;
     if ((tcp ? bn_tcp_pair(&in[1], &in[0]) : bn_pipe(in)) < 0)
         return;
-    double cc = client_cpu();
+    double cc = bn_client_cpu();
     pid_t pid = bn_spawn(argv, in[0], tcp ? in[0] : c->devnull, c->devnull);
     close(in[0]);
     if (bn_writer_start(&w, in[1], c->o.pf_bytes, PF_CHUNK, false, tcp) < 0)
@@ -187,7 +173,7 @@ static void limit_up(bn_ctx *c, bool tcp)
                  (unsigned long long)w.done);
         return;
     }
-    cc = client_cpu() - cc;
+    cc = bn_client_cpu() - cc;
     add_rate("up", "spdy", tcp ? "tcp" : "pipe", w.done, t1 - w.t_first, -1, cc);
     add_rate("up", "tunnel", tcp ? "tcp" : "pipe", w.done, t1 - w.t_first, -1, cc);
 }
@@ -195,7 +181,7 @@ static void limit_up(bn_ctx *c, bool tcp)
 void bn_wl_pf(bn_ctx *c, int run)
 {
     for (int i = 0; i < c->nrt; i++) {
-        bn_rt *rt = nth(c, run, i);
+        bn_rt *rt = bn_nth(c, run, i);
         pf_down(c, rt, SL_TRANSPORT_SPDY);
         pf_up(c, rt, SL_TRANSPORT_SPDY);
         if (!rt->tunnel_ok) {
@@ -266,7 +252,7 @@ static double hol_case(bn_ctx *c, bn_rt *rt, bool stall, bool *timed_out)
 void bn_wl_hol(bn_ctx *c, int run)
 {
     for (int i = 0; i < c->nrt; i++) {
-        bn_rt *rt = nth(c, run, i);
+        bn_rt *rt = bn_nth(c, run, i);
         bool to_all = false, to_stall = false;
         double all = hol_case(c, rt, false, &to_all);
         double st = hol_case(c, rt, true, &to_stall);

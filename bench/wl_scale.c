@@ -19,23 +19,6 @@
 #define LOG_TICK_MS 100     /* log truncation period */
 #define UPGRADE_TIMEOUT_S 30.0
 
-static bn_rt *nth(bn_ctx *c, int run, int i)
-{
-    return &c->rt[(run + i) % c->nrt];
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
-}
-
 /* ---- 6. concurrent sleep sessions ---- */
 
 typedef struct conc {
@@ -133,7 +116,7 @@ static void conc_side(bn_ctx *c, bn_rt *rt, int n)
 void bn_wl_conc(bn_ctx *c, int run, int n)
 {
     for (int i = 0; i < c->nrt; i++)
-        conc_side(c, nth(c, run, i), n);
+        conc_side(c, bn_nth(c, run, i), n);
 }
 
 /* ---- 7. attach fan-out ---- */
@@ -257,7 +240,7 @@ static double fan_window(fan *f, logmeter *lm, double w, double *log_rate)
     int k = 0;
     for (int i = f->stalled ? 1 : 0; i < f->n; i++)
         rates[k++] = (double)(f->r[i].bytes - f->mark[i]) / BN_MIB / w;
-    return median(rates, k);
+    return bn_median(rates, k);
 }
 
 /* Reading clients the server dropped, and the first reason. */
@@ -370,7 +353,7 @@ void bn_wl_attach(bn_ctx *c, int run)
     char name[32];
     snprintf(name, sizeof(name), "att-%d", run);
     for (int i = 0; i < c->nrt; i++)
-        attach_side(c, nth(c, run, i), "attach", name, argv);
+        attach_side(c, bn_nth(c, run, i), "attach", name, argv);
 }
 
 /* A busybox sh loop that writes rate MiB/s of PACE_LINE-byte lines: one
@@ -401,5 +384,5 @@ void bn_wl_attach_paced(bn_ctx *c, int run)
     const char *argv[] = {"sh", "-c", script};
     snprintf(name, sizeof(name), "attp-%d", run);
     for (int i = 0; i < c->nrt; i++)
-        attach_side(c, nth(c, run, i), "attach_paced", name, argv);
+        attach_side(c, bn_nth(c, run, i), "attach_paced", name, argv);
 }
