@@ -377,6 +377,7 @@ static void resume_pairs(spdy_pf *x)
 static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     spdy_pf *x = s;
+    uint64_t grants = sl_spdy_session_grants(x->pipe.s);
     if (!x->ws) {
         sl_spdy_pipe_recv(&x->pipe, data, len);
     } else {
@@ -384,8 +385,8 @@ static void p_recv(void *s, const uint8_t *data, size_t len)
             sl_conn_finish(x->c);
         sl_spdy_pipe_pump(&x->pipe);
     }
-    /* A WINDOW_UPDATE may have let a stream's queued data leave. */
-    if (!x->gone)
+    /* A WINDOW_UPDATE let a stream's queued data leave: read the pod again. */
+    if (sl_spdy_session_grants(x->pipe.s) != grants && !x->gone)
         resume_pairs(x);
 }
 

@@ -267,9 +267,10 @@ static void creation_timeout_cb(uv_timer_t *t)
 static void p_recv(void *s, const uint8_t *data, size_t len)
 {
     spdy_rc *x = s;
+    uint64_t grants = sl_spdy_session_grants(x->pipe.s);
     sl_spdy_pipe_recv(&x->pipe, data, len);
-    /* A WINDOW_UPDATE may have let queued output leave: read again. */
-    if (x->started && !x->gone && !x->finishing)
+    /* A WINDOW_UPDATE let queued output leave: read the process again. */
+    if (sl_spdy_session_grants(x->pipe.s) != grants && x->started && !x->gone && !x->finishing)
         sl_rc_output_drained(x->rc);
     try_finish(x);
 }

@@ -336,6 +336,8 @@ static int set_initial_window(sl_spdy_session *s, uint32_t value)
     int64_t delta = (int64_t)value - s->peer_initial_window;
     s->peer_initial_window = value;
     s->peer_fc = true;
+    if (delta > 0)
+        s->grants++;
     for (size_t b = 0; b < STREAM_BUCKETS; b++)
         for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext)
             st->send_window += delta;
@@ -406,6 +408,7 @@ static int on_window_update(sl_spdy_session *s, const sl_spdy_ctrl *c)
         if (s->send_window + c->value > SL_SPDY_MAX_WINDOW)
             return fatal(s, SL_ERR_PROTO);
         s->send_window += c->value;
+        s->grants++;
         return SL_OK;
     }
     sl_spdy_stream *st = sl_spdy_stream_find(s, c->stream_id);
@@ -414,6 +417,7 @@ static int on_window_update(sl_spdy_session *s, const sl_spdy_ctrl *c)
     if (st->send_window + c->value > SL_SPDY_MAX_WINDOW)
         return stream_error(s, st->id, SL_SPDY_FLOW_CONTROL_ERROR);
     st->send_window += c->value;
+    s->grants++;
     return SL_OK;
 }
 
@@ -540,6 +544,11 @@ uint32_t sl_spdy_session_last_good_id(const sl_spdy_session *s)
 size_t sl_spdy_session_num_streams(const sl_spdy_session *s)
 {
     return s->nstreams;
+}
+
+uint64_t sl_spdy_session_grants(const sl_spdy_session *s)
+{
+    return s->grants;
 }
 
 bool sl_spdy_session_peer_flow_control(const sl_spdy_session *s)

@@ -284,6 +284,10 @@ int sl_spdy_goaway(sl_spdy_session *s, uint32_t status);
 uint32_t sl_spdy_session_last_good_id(const sl_spdy_session *s);
 /* Streams currently known to the session. */
 size_t sl_spdy_session_num_streams(const sl_spdy_session *s);
+/* How many times the peer widened a send window (WINDOW_UPDATE, a larger
+ * INITIAL_WINDOW_SIZE): compared before and after recv, it says whether
+ * data held back by a window may leave now. */
+uint64_t sl_spdy_session_grants(const sl_spdy_session *s);
 /* True once the peer has shown it uses (stream) flow control. */
 bool sl_spdy_session_peer_flow_control(const sl_spdy_session *s);
 

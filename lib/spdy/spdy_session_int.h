@@ -53,6 +53,7 @@ struct sl_spdy_session {
     bool peer_fc;                /* peer uses stream windows */
     bool peer_session_fc;        /* peer uses the session window */
     bool announced;              /* we sent SETTINGS INITIAL_WINDOW_SIZE */
+    uint64_t grants;             /* times the peer widened a send window */
     bool peer_silent;            /* it replied to our stream with no sign of flow control */
     uint32_t peer_max_streams;   /* its MAX_CONCURRENT_STREAMS, or UINT32_MAX */
     size_t direct_limit;         /* stream_send frames into out below this; 0 = never */
