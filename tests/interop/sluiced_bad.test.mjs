@@ -19,6 +19,51 @@ const RT = '/runtime.v1.RuntimeService/';
 const IMG = '/runtime.v1.ImageService/';
 const NOPE = 'f'.repeat(64);
 
+// protobuf wire helpers for appendField
+function readVarint(buf, at) {
+  let v = 0, mul = 1, i = at;
+  for (;;) {
+    const b = buf[i++];
+    v += (b & 0x7f) * mul;
+    if (b < 0x80) return [v, i];
+    mul *= 128;
+  }
+}
+function varint(v) {
+  const out = [];
+  while (v >= 0x80) { out.push((v % 128) | 0x80); v = Math.floor(v / 128); }
+  out.push(v);
+  return Buffer.from(out);
+}
+// msg with `extra` appended inside the length-delimited field reached by the
+// field numbers of path (the message itself for an empty path).
+function appendField(msg, path, extra) {
+  if (path.length === 0) return Buffer.concat([msg, extra]);
+  const parts = [];
+  let i = 0, done = false;
+  while (i < msg.length) {
+    const start = i;
+    let key; [key, i] = readVarint(msg, i);
+    const field = Math.floor(key / 8), wire = key % 8;
+    if (wire === 0) { [, i] = readVarint(msg, i); }
+    else if (wire === 1) i += 8;
+    else if (wire === 5) i += 4;
+    else if (wire === 2) {
+      let len; [len, i] = readVarint(msg, i);
+      if (field === path[0] && !done) {
+        const inner = appendField(msg.subarray(i, i + len), path.slice(1), extra);
+        parts.push(varint(key), varint(inner.length), inner);
+        i += len; done = true;
+        continue;
+      }
+      i += len;
+    } else throw new Error(`wire type ${wire}`);
+    parts.push(msg.subarray(start, i));
+  }
+  if (!done) throw new Error(`field ${path[0]} not found`);
+  return Buffer.concat(parts);
+}
+
 async function rejectsWith(promise, code, re) {
   await assert.rejects(promise, (e) => {
     assert.equal(e.code, code, `want ${code}, got ${e.code}: ${e.details}`);
@@ -136,6 +181,36 @@ describe('sluiced bad input', { skip }, () => {
     } finally {
       session.close();
     }
+    await stillServing();
+  });
+
+  // A config field this build does not declare (a newer kubelet's) is refused
+  // by its number and path, never decoded and dropped.
+  test('an undeclared field inside a pod or container config: INVALID_ARGUMENT naming it', async () => {
+    const session = await h2connect(sd.sock);
+    try {
+      const unknown99 = Buffer.from([0x98, 0x06, 0x01]); // varint field 99 = 1
+      const ctrReq = serialize('RuntimeService', 'CreateContainer', {
+        pod_sandbox_id: pod.id,
+        config: { ...sd.ctrConfig('u', { command: ['true'] }), linux: { security_context: {} } },
+        sandbox_config: pod.config,
+      });
+      // config (2) . linux (15) . security_context (2) gets field 99
+      let st = grpcStatus(await rawCall(session, `${RT}CreateContainer`,
+        lpm(appendField(ctrReq, [2, 15, 2], unknown99))));
+      assert.equal(st.code, S.INVALID_ARGUMENT, JSON.stringify(st));
+      assert.match(st.message,
+        /config\.linux\.security_context: field 99 of runtime\.v1\.LinuxContainerSecurityContext/);
+      const podReq = serialize('RuntimeService', 'RunPodSandbox',
+        { config: sd.podConfig('unk', { hostNetwork: true }) });
+      st = grpcStatus(await rawCall(session, `${RT}RunPodSandbox`, lpm(appendField(podReq, [1], unknown99))));
+      assert.equal(st.code, S.INVALID_ARGUMENT, JSON.stringify(st));
+      assert.match(st.message, /^config: field 99 of runtime\.v1\.PodSandboxConfig/);
+    } finally {
+      session.close();
+    }
+    const pods = await sd.rt.ListPodSandbox({});
+    assert.ok(!pods.items.some((p) => p.metadata.name === 'unk'), 'the refused pod was not created');
     await stillServing();
   });
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "container/rootfs.h"
+#include "cri/cri_fields.h"
 #include "cri/cri_util.h"
 #include "cri/ctr_spec.h"
 #include "fsutil.h"
@@ -186,10 +187,14 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
                           "container config with metadata name and image is required");
         return;
     }
+    sl_error e = {0};
+    if (sl_cri_check_fields(&c->base, "config", &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
     sl_pod *p = sl_cri_ready_pod(call, rt, req->pod_sandbox_id);
     if (!p)
         return;
-    sl_error e = {0};
     const sl_image *img = sl_image_store_find(rt->images, c->image->image, &e);
     if (!img) {
         sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cri/cri_fields.h"
 #include "cri/cri_util.h"
 #include "cri/service.h"
 #include "fsutil.h"
@@ -87,6 +88,11 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
         !*c->metadata->namespace_) {
         sl_grpc_call_fail(call, SL_GRPC_INVALID_ARGUMENT,
                           "pod sandbox config with metadata name, uid and namespace is required");
+        return;
+    }
+    sl_error fe = {0};
+    if (sl_cri_check_fields(&c->base, "config", &fe) < 0) {
+        sl_grpc_call_fail_error(call, &fe);
         return;
     }
     if (*req->runtime_handler && strcmp(req->runtime_handler, "runc")) {
