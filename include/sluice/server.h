@@ -29,23 +29,33 @@
 #define SL_DEFAULT_MAX_WS_MESSAGE (32u * 1024 * 1024)
 #define SL_DEFAULT_MAX_SESSIONS 4096u
 #define SL_DEFAULT_OUTPUT_HIGH_WATER (256u * 1024)
+/* TCP keepalive on accepted connections: a peer silent for idle ms is
+ * probed every interval ms; count unanswered probes end the connection
+ * (with unacknowledged data, the same total as TCP_USER_TIMEOUT). The
+ * defaults notice a vanished peer within a minute. */
+#define SL_DEFAULT_KEEPALIVE_IDLE_MS 30000u
+#define SL_DEFAULT_KEEPALIVE_INTERVAL_MS 10000u
+#define SL_DEFAULT_KEEPALIVE_COUNT 3u
 
 typedef struct sl_server_config {
-    const char *address;          /* listen address, IPv4 or IPv6 literal */
-    uint16_t port;                /* 0 = any free port */
-    const char *base_path;        /* URL path prefix, default "/" */
-    const char *advertise_host;   /* host:port in URLs; NULL = the listener's */
-    uint32_t token_ttl_ms;        /* a token is valid this long */
-    uint32_t max_pending_tokens;  /* un-consumed tokens at most */
-    uint64_t idle_timeout_ms;     /* no application data for this long ends a session */
-    uint32_t creation_timeout_ms; /* SPDY streams must all exist within this */
-    uint32_t head_timeout_ms;     /* the request head must arrive within this */
-    uint32_t max_request_line;    /* bytes */
-    uint32_t max_headers;         /* header fields */
-    uint32_t max_head_size;       /* bytes, request line included */
-    uint32_t max_ws_message;      /* bytes of one reassembled WebSocket message */
-    uint32_t max_sessions;        /* concurrent connections */
-    uint32_t output_high_water;   /* queued output bytes before reading pauses */
+    const char *address;            /* listen address, IPv4 or IPv6 literal */
+    uint16_t port;                  /* 0 = any free port */
+    const char *base_path;          /* URL path prefix, default "/" */
+    const char *advertise_host;     /* host:port in URLs; NULL = the listener's */
+    uint32_t token_ttl_ms;          /* a token is valid this long */
+    uint32_t max_pending_tokens;    /* un-consumed tokens at most */
+    uint64_t idle_timeout_ms;       /* no application data for this long ends a session */
+    uint32_t creation_timeout_ms;   /* SPDY streams must all exist within this */
+    uint32_t head_timeout_ms;       /* the request head must arrive within this */
+    uint32_t max_request_line;      /* bytes */
+    uint32_t max_headers;           /* header fields */
+    uint32_t max_head_size;         /* bytes, request line included */
+    uint32_t max_ws_message;        /* bytes of one reassembled WebSocket message */
+    uint32_t max_sessions;          /* concurrent connections */
+    uint32_t output_high_water;     /* queued output bytes before reading pauses */
+    uint32_t keepalive_idle_ms;     /* TCP keepalive after this much silence; 0 = off */
+    uint32_t keepalive_interval_ms; /* between unanswered probes (>= 1000 in effect) */
+    uint32_t keepalive_count;       /* unanswered probes that end the connection */
 } sl_server_config;
 
 typedef struct sl_server sl_server;

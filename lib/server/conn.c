@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +196,27 @@ static void head_timeout_cb(uv_timer_t *t)
     sl_conn_finish(c);
 }
 
+/* A peer that vanishes without FIN or RST (cable, NAT, a dead host) is
+ * found by probing; without this its session and process stay until the
+ * idle timeout (hours). The kernel counts in seconds: ms are rounded up. */
+static void set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg)
+{
+    uv_os_fd_t fd;
+    if (!cfg->keepalive_idle_ms || uv_fileno((uv_handle_t *)tcp, &fd) < 0)
+        return;
+    int on = 1;
+    int idle = (int)((cfg->keepalive_idle_ms + 999) / 1000);
+    int intvl = (int)((cfg->keepalive_interval_ms + 999) / 1000);
+    int cnt = (int)(cfg->keepalive_count ? cfg->keepalive_count : 1);
+    unsigned user_ms = cfg->keepalive_idle_ms + cfg->keepalive_interval_ms * (unsigned)cnt;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    /* Data the peer never acknowledges ends the connection in the same time. */
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+}
+
 void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
 {
     sl_conn *c = calloc(1, sizeof(*c));
@@ -223,6 +245,7 @@ void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    set_keepalive(&c->tcp, &srv->cfg);
     if (srv->nsessions >= srv->cfg.max_sessions) {
         sl_http_write_error(&c->out, 503, NULL, "too many streaming sessions\n");
         sl_conn_finish(c);

@@ -22,6 +22,9 @@ void sl_server_config_init(sl_server_config *c)
     c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
     c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
     c->output_high_water = SL_DEFAULT_OUTPUT_HIGH_WATER;
+    c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
+    c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
+    c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
 }
 
 static void free_payload(void *p)

@@ -45,13 +45,17 @@ static void usage(FILE *f)
             "  --max-head-size N         bytes (default %u)\n"
             "  --max-ws-message N        bytes (default %u)\n"
             "  --max-sessions N          concurrent connections (default %u)\n"
+            "  --keepalive-idle-ms N     TCP keepalive after this silence, 0 = off (default %u)\n"
+            "  --keepalive-interval-ms N between keepalive probes (default %u)\n"
+            "  --keepalive-count N       unanswered probes that end it (default %u)\n"
             "  --container ID=CMD        attach target: runs /bin/sh -c CMD per session\n"
             "  --tty-container ID=CMD    the same with a terminal\n",
             SL_DEFAULT_ADDRESS, SL_DEFAULT_PORT, DEFAULT_ADMIN_PORT, SL_DEFAULT_TOKEN_TTL_MS,
             SL_DEFAULT_MAX_PENDING_TOKENS, (unsigned long long)SL_DEFAULT_IDLE_TIMEOUT_MS,
             SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_CREATION_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE,
             SL_DEFAULT_MAX_HEADERS, SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE,
-            SL_DEFAULT_MAX_SESSIONS);
+            SL_DEFAULT_MAX_SESSIONS, SL_DEFAULT_KEEPALIVE_IDLE_MS, SL_DEFAULT_KEEPALIVE_INTERVAL_MS,
+            SL_DEFAULT_KEEPALIVE_COUNT);
 }
 
 static int number(const char *s, unsigned long long max, unsigned long long *out)
@@ -96,6 +100,9 @@ enum {
     O_MAXHEAD,
     O_MAXWS,
     O_MAXSESS,
+    O_KAIDLE,
+    O_KAINTVL,
+    O_KACNT,
     O_CONT,
     O_TTYCONT
 };
@@ -117,6 +124,9 @@ static const struct option long_opts[] = {
     {"max-head-size", 1, 0, O_MAXHEAD},
     {"max-ws-message", 1, 0, O_MAXWS},
     {"max-sessions", 1, 0, O_MAXSESS},
+    {"keepalive-idle-ms", 1, 0, O_KAIDLE},
+    {"keepalive-interval-ms", 1, 0, O_KAINTVL},
+    {"keepalive-count", 1, 0, O_KACNT},
     {"container", 1, 0, O_CONT},
     {"tty-container", 1, 0, O_TTYCONT},
     {"help", 0, 0, 'h'},
@@ -177,6 +187,12 @@ static int parse_opt(hostd *d, int o, const char *arg)
         return set_u32(&d->cfg.max_ws_message, arg);
     case O_MAXSESS:
         return set_u32(&d->cfg.max_sessions, arg);
+    case O_KAIDLE:
+        return set_u32(&d->cfg.keepalive_idle_ms, arg);
+    case O_KAINTVL:
+        return set_u32(&d->cfg.keepalive_interval_ms, arg);
+    case O_KACNT:
+        return set_u32(&d->cfg.keepalive_count, arg);
     case O_CONT:
         return add_container(d, arg, false);
     case O_TTYCONT:

@@ -44,6 +44,9 @@ static void stream_config(const sl_config *c, sl_server_config *s)
     s->max_head_size = c->max_head_size;
     s->max_ws_message = c->max_ws_message;
     s->max_sessions = c->max_sessions;
+    s->keepalive_idle_ms = c->keepalive_idle_ms;
+    s->keepalive_interval_ms = c->keepalive_interval_ms;
+    s->keepalive_count = c->keepalive_count;
 }
 
 static int start_stream(sluiced *d, sl_error *e)

@@ -55,6 +55,12 @@ static const key keys[] = {
      "a streaming session without data for this long ends"},
     {"head-timeout-ms", K_U32, F(head_timeout_ms), 1, U32MAX, "MS",
      "the streaming request head must arrive within this"},
+    {"keepalive-idle-ms", K_U32, F(keepalive_idle_ms), 0, U32MAX, "MS",
+     "TCP keepalive on streaming connections after this silence, 0 = off"},
+    {"keepalive-interval-ms", K_U32, F(keepalive_interval_ms), 1, U32MAX, "MS",
+     "between unanswered keepalive probes"},
+    {"keepalive-count", K_U32, F(keepalive_count), 1, 127, "N",
+     "unanswered keepalive probes that end a streaming connection"},
     {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
      "streaming request line at most"},
     {"max-headers", K_U32, F(max_headers), 1, U32MAX, "N", "streaming request header fields"},
@@ -100,6 +106,9 @@ void sl_config_init(sl_config *c)
     c->max_head_size = SL_DEFAULT_MAX_HEAD_SIZE;
     c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
     c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
+    c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
+    c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
+    c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
