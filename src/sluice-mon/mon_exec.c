@@ -389,12 +389,20 @@ static pid_t exec_pid(mon_exec *x)
 
 static void kill_cb(void *data);
 
-/* SIGKILL the exec'd process; before its pid file exists, retry. */
+/* SIGKILL the exec'd process and its process group: runc makes it a
+ * session leader, so children it left in the background go too, also once
+ * it exited itself (the monitor still waits for their output then). Before
+ * its pid file exists, retry. */
 static void kill_exec(mon_exec *x)
 {
+    if (x->exited && x->pid > 0) {
+        kill(-x->pid, SIGKILL);
+        return;
+    }
     if (x->exited)
         return;
     if (exec_pid(x) > 0) {
+        kill(-x->pid, SIGKILL);
         kill(x->pid, SIGKILL);
         return;
     }

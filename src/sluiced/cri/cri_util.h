@@ -28,6 +28,10 @@ bool sl_cri_labels_match(sl_kv *const *labels, size_t n, sl_kv *const *sel, size
  * rootfs unmounted, its state removed). */
 void sl_cri_forget_ctr(sl_rt *rt, sl_ctr *c);
 
+/* The container id if it exists and runs, or NULL with the gRPC failure
+ * (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION) already sent. */
+sl_ctr *sl_cri_running_ctr(sl_grpc_call *call, sl_rt *rt, const char *id);
+
 /* The pod of a container that exists and is ready, or NULL with the gRPC
  * failure already sent. */
 sl_pod *sl_cri_ready_pod(sl_grpc_call *call, sl_rt *rt, const char *pod_id);
