@@ -16,7 +16,11 @@ int sl_spdy_pipe_init(sl_spdy_pipe *p, sl_conn *c, sl_ws_conn *ws, const sl_spdy
     p->s = sl_spdy_session_new(SL_SPDY_SERVER, cb, arg, ws ? &p->tbuf : sl_conn_out(c), NULL);
     if (!p->s)
         return SL_ERR_NOMEM;
-    sl_spdy_session_set_direct_limit(p->s, high_water);
+    /* Direct sends measure the session's own output queue: for a tunnel
+     * that is tbuf, emptied into WebSocket messages at every pump, so it
+     * would never look full and the connection's queue would grow without
+     * bound. Tunnelled data waits in its stream until pump finds room. */
+    sl_spdy_session_set_direct_limit(p->s, ws ? 0 : high_water);
     return SL_OK;
 }
 
@@ -41,6 +45,8 @@ static void tunnel_out(sl_spdy_pipe *p)
 
 bool sl_spdy_pipe_congested(const sl_spdy_pipe *p)
 {
+    if (p->ws && sl_bufq_len(&p->tbuf) + sl_ws_conn_queued(p->ws) >= p->high_water)
+        return true;
     return sl_conn_congested(p->c);
 }
 

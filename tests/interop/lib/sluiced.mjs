@@ -358,10 +358,12 @@ export class SluicedInstance {
   }
 
   env() {
-    const add = (v, extra) => (v ? `${v}:${extra}` : extra);
+    const add = (v, extra) => (!extra ? v : v ? `${v}:${extra}` : extra);
     return {
       ...process.env,
-      ASAN_OPTIONS: add(process.env.ASAN_OPTIONS, `log_path=${this.sanitizerLog}`),
+      // opts.asanOptions: e.g. a small quarantine where a test measures RSS
+      ASAN_OPTIONS: add(add(process.env.ASAN_OPTIONS, `log_path=${this.sanitizerLog}`),
+        this.opts.asanOptions || ''),
       UBSAN_OPTIONS: add(process.env.UBSAN_OPTIONS, `log_path=${this.sanitizerLog}`),
     };
   }
