@@ -129,7 +129,8 @@ static void keep(sync_op *op, capture *c, const uint8_t *b, size_t n)
         else
             c->buf = nb, c->cap = cap;
     }
-    memcpy(c->buf + c->len, b, k);
+    if (k)
+        memcpy(c->buf + c->len, b, k);
     c->len += k;
     op->kept += k;
     op->dropped += n - k;
