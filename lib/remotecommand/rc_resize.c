@@ -1,6 +1,7 @@
 #include "remotecommand/rc_resize.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 
@@ -42,19 +43,48 @@ static int size_field(json_t *obj, const char *name, uint16_t *out)
     return 0;
 }
 
+/* Length of the object at the start of buf when it is complete (its
+ * closing brace seen outside strings), 0 when more input is needed, -1 when
+ * it does not start with '{'. Deciding completeness here, not from the
+ * parser's error, keeps the verdict independent of how the stream was cut
+ * (jansson calls a string cut after a backslash an invalid escape). */
+static long object_end(const char *buf, size_t len)
+{
+    if (len == 0 || buf[0] != '{')
+        return len ? -1 : 0;
+    int depth = 0;
+    bool in_str = false, esc = false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = buf[i];
+        if (esc)
+            esc = false;
+        else if (in_str && ch == '\\')
+            esc = true;
+        else if (ch == '"')
+            in_str = !in_str;
+        else if (!in_str && (ch == '{' || ch == '['))
+            depth++;
+        else if (!in_str && (ch == '}' || ch == ']') && --depth == 0)
+            return (long)i + 1;
+    }
+    return 0;
+}
+
 /* Parses one object at the start of the buffer. Returns bytes used, 0 when
  * more input is needed, -1 when malformed. */
 static long parse_one(sl_rc_resize *r, sl_term_size *size)
 {
+    long end = object_end(r->buf, r->len);
+    if (end <= 0)
+        return end;
     json_error_t err;
-    json_t *obj = json_loadb(r->buf, r->len, JSON_DISABLE_EOF_CHECK, &err);
+    json_t *obj = json_loadb(r->buf, (size_t)end, 0, &err);
     if (!obj)
-        return json_error_code(&err) == json_error_premature_end_of_input ? 0 : -1;
-    long used = (long)err.position;
+        return -1;
     int bad = !json_is_object(obj) || size_field(obj, "Width", &size->width) ||
               size_field(obj, "Height", &size->height);
     json_decref(obj);
-    return bad ? -1 : used;
+    return bad ? -1 : end;
 }
 
 int sl_rc_resize_feed(sl_rc_resize *r, const uint8_t *data, size_t len,

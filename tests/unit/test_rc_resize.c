@@ -21,8 +21,11 @@ static void on_size(void *arg, sl_term_size size)
     v->n++;
 }
 
-static const char stream[] = "{\"Width\":80,\"Height\":24}\n{\"Width\":132,\"Height\":43}\n"
-                             "  {\"Height\":7, \"Width\":9}{\"Width\":65535,\"Height\":0}\n";
+/* Escapes in keys and in ignored values: a cut right after a backslash
+ * must wait for the rest, not fail (found by fuzz_rc_resize). */
+static const char stream[] = "{\"Width\":80,\"Height\":24}\n{\"Wi\\u0064th\":132,\"Height\":43}\n"
+                             "  {\"x\\\"}\":\"a\\\\{\",\"Height\":7, \"Width\":9}"
+                             "{\"Width\":65535,\"Height\":0}\n";
 
 static void check_all(const seen *v)
 {
