@@ -83,7 +83,7 @@ static void names_the_bad_part(void **state)
         "syscalls[0].names: a non-empty array");
     bad("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"name\": \"read\", \"action\": "
         "\"SCMP_ACT_ERRNO\"}]}",
-        "syscalls[0].unknown key \"name\"");
+        "syscalls[0]: unknown key \"name\"");
     bad("{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"], "
         "\"action\": \"SCMP_ACT_DENY\"}]}",
         "syscalls[0].action: unknown action \"SCMP_ACT_DENY\"");

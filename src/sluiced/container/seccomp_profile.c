@@ -86,6 +86,14 @@ static bool in_list(const char *const *list, const char *s)
     return false;
 }
 
+/* "syscalls[2]: <msg>" from the prefix "syscalls[2]." ("" at the top). */
+static int object_error(sl_error *e, const char *where, const char *msg, const char *arg)
+{
+    int n = (int)strlen(where);
+    return sl_error_set(e, 0, "%.*s%s%s%s%s", n ? n - 1 : 0, where, n ? ": " : "", msg,
+                        arg ? arg : "", arg ? "\"" : "");
+}
+
 static int check_keys(const json_t *obj, const char *const *allowed, int mode, const char *where,
                       sl_error *e)
 {
@@ -94,8 +102,7 @@ static int check_keys(const json_t *obj, const char *const *allowed, int mode, c
     json_object_foreach((json_t *)obj, key, v)
     {
         if (!in_list(allowed, key) || (mode == MODE_STRICT && in_list(data_keys, key)))
-            return sl_error_set(
-                e, 0, "%sunknown key \"%s\" (an OCI LinuxSeccomp object is expected)", where, key);
+            return object_error(e, where, "unknown key \"", key);
     }
     return 0;
 }
@@ -173,7 +180,7 @@ static int parse_arg(const json_t *a, const char *where, struct scmp_arg_cmp *cm
 {
     uint64_t index, value, two;
     if (!json_is_object(a))
-        return sl_error_set(e, 0, "%san object is expected", where);
+        return object_error(e, where, "an object is expected", NULL);
     if (check_keys(a, arg_keys, MODE_STRICT, where, e) < 0 ||
         get_uint(a, "index", MAX_ARGS - 1, MAX_ARGS, where, &index, e) < 0 ||
         get_uint(a, "value", UINT64_MAX, 0, where, &value, e) < 0 ||
