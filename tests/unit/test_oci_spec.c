@@ -95,6 +95,100 @@ static void refuses_empty_command(void **state)
     assert_non_null(strstr(e.msg, "no command"));
 }
 
+static size_t array_len(const json_t *obj, const char *key)
+{
+    const json_t *a = json_object_get(obj, key);
+    assert_true(json_is_array(a));
+    return json_array_size(a);
+}
+
+/* Without a security context: runc's default set, default paths. */
+static void security_defaults(void **state)
+{
+    (void)state;
+    sl_oci_input in = {.rootfs = "/r", .args = args, .nargs = 1};
+    json_t *j = build(&in);
+    json_t *p = json_object_get(j, "process"), *l = json_object_get(j, "linux");
+    json_t *caps = json_object_get(p, "capabilities");
+    assert_int_equal(array_len(caps, "bounding"), 14);
+    assert_int_equal(array_len(caps, "effective"), 14);
+    assert_int_equal(array_len(caps, "inheritable"), 0);
+    assert_int_equal(array_len(caps, "ambient"), 0);
+    assert_true(json_is_false(json_object_get(p, "noNewPrivileges")));
+    assert_int_equal(array_len(l, "maskedPaths"), 11);
+    assert_int_equal(array_len(l, "readonlyPaths"), 5);
+    assert_null(json_object_get(l, "seccomp"));
+    json_decref(j);
+}
+
+static void security_applied(void **state)
+{
+    (void)state;
+    const char *masked[] = {"/proc/keys"};
+    const uint32_t gids[] = {0, 5};
+    json_t *filter = json_pack("{s:s}", "defaultAction", "SCMP_ACT_ERRNO");
+    sl_oci_security sec = {
+        .caps = {.bounding = 3, .effective = 3, .permitted = 3, .inheritable = 2, .ambient = 2},
+        .no_new_privs = true,
+        .masked_paths = masked,
+        .n_masked = 1,
+        .seccomp = filter,
+        .gids = gids,
+        .ngids = 2};
+    sl_oci_input in = {.rootfs = "/r", .args = args, .nargs = 1, .security = &sec};
+    json_t *j = build(&in);
+    json_t *p = json_object_get(j, "process"), *l = json_object_get(j, "linux");
+    json_t *caps = json_object_get(p, "capabilities");
+    assert_string_equal(json_string_value(json_array_get(json_object_get(caps, "bounding"), 1)),
+                        "CAP_DAC_OVERRIDE");
+    assert_int_equal(array_len(caps, "bounding"), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(caps, "ambient"), 0)),
+                        "CAP_DAC_OVERRIDE");
+    assert_true(json_is_true(json_object_get(p, "noNewPrivileges")));
+    json_t *ag = json_object_get(json_object_get(p, "user"), "additionalGids");
+    assert_int_equal(json_integer_value(json_array_get(ag, 1)), 5);
+    assert_int_equal(array_len(l, "maskedPaths"), 1);
+    assert_int_equal(array_len(l, "readonlyPaths"), 5); /* none sent: the defaults */
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(l, "seccomp"), "defaultAction")),
+        "SCMP_ACT_ERRNO");
+    json_decref(j);
+
+    sec.n_masked = 0; /* an empty list that was sent: nothing masked */
+    j = build(&in);
+    assert_int_equal(array_len(json_object_get(j, "linux"), "maskedPaths"), 0);
+    json_decref(j);
+
+    /* privileged: no paths, no seccomp, /sys rw, every host device */
+    in.privileged = true;
+    j = build(&in);
+    l = json_object_get(j, "linux");
+    assert_null(json_object_get(l, "maskedPaths"));
+    assert_null(json_object_get(l, "readonlyPaths"));
+    assert_null(json_object_get(l, "seccomp"));
+    json_t *m, *devs = json_object_get(l, "devices");
+    size_t i;
+    bool null_dev = false;
+    json_array_foreach(devs, i, m)
+    {
+        null_dev |= !strcmp(json_string_value(json_object_get(m, "path")), "/dev/null");
+    }
+    assert_true(null_dev);
+    json_t *rule = json_array_get(json_object_get(json_object_get(l, "resources"), "devices"), 0);
+    assert_true(json_is_true(json_object_get(rule, "allow")));
+    json_array_foreach(json_object_get(j, "mounts"), i, m)
+    {
+        const char *type = json_string_value(json_object_get(m, "type"));
+        json_t *opts = json_object_get(m, "options");
+        if (strcmp(type, "sysfs") && strcmp(type, "cgroup"))
+            continue;
+        for (size_t k = 0; k < json_array_size(opts); k++)
+            assert_string_not_equal(json_string_value(json_array_get(opts, k)), "ro");
+    }
+    json_decref(j);
+    json_decref(filter);
+}
+
 /* The real thing: runc runs our spec on an overlay of a busybox layer. */
 static void runc_runs_it(void **state)
 {
@@ -146,6 +240,8 @@ int main(void)
         cmocka_unit_test(fields),
         cmocka_unit_test(host_namespaces_are_not_joined),
         cmocka_unit_test(refuses_empty_command),
+        cmocka_unit_test(security_defaults),
+        cmocka_unit_test(security_applied),
         cmocka_unit_test(runc_runs_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

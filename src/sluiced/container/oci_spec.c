@@ -5,85 +5,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-/* The capability set `runc spec` and the CRI runtimes grant by default. */
-static const char *const default_caps[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
-    NULL,
-};
-
-/* Every capability of Linux 5.x, for privileged containers. */
-static const char *const all_caps[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_DAC_READ_SEARCH",
-    "CAP_FOWNER",
-    "CAP_FSETID",
-    "CAP_KILL",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETPCAP",
-    "CAP_LINUX_IMMUTABLE",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_NET_BROADCAST",
-    "CAP_NET_ADMIN",
-    "CAP_NET_RAW",
-    "CAP_IPC_LOCK",
-    "CAP_IPC_OWNER",
-    "CAP_SYS_MODULE",
-    "CAP_SYS_RAWIO",
-    "CAP_SYS_CHROOT",
-    "CAP_SYS_PTRACE",
-    "CAP_SYS_PACCT",
-    "CAP_SYS_ADMIN",
-    "CAP_SYS_BOOT",
-    "CAP_SYS_NICE",
-    "CAP_SYS_RESOURCE",
-    "CAP_SYS_TIME",
-    "CAP_SYS_TTY_CONFIG",
-    "CAP_MKNOD",
-    "CAP_LEASE",
-    "CAP_AUDIT_WRITE",
-    "CAP_AUDIT_CONTROL",
-    "CAP_SETFCAP",
-    "CAP_MAC_OVERRIDE",
-    "CAP_MAC_ADMIN",
-    "CAP_SYSLOG",
-    "CAP_WAKE_ALARM",
-    "CAP_BLOCK_SUSPEND",
-    "CAP_AUDIT_READ",
-    NULL,
-};
-
-static const char *const masked_paths[] = {
-    "/proc/acpi",
-    "/proc/asound",
-    "/proc/kcore",
-    "/proc/keys",
-    "/proc/latency_stats",
-    "/proc/timer_list",
-    "/proc/timer_stats",
-    "/proc/sched_debug",
-    "/sys/firmware",
-    "/proc/scsi",
-    NULL,
-};
-
-static const char *const readonly_paths[] = {
-    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
-};
+#include "container/oci_security.h"
 
 static json_t *str_array(const char *const *v, size_t n)
 {
@@ -91,16 +13,6 @@ static json_t *str_array(const char *const *v, size_t n)
     for (size_t i = 0; a && (n == (size_t)-1 ? v[i] != NULL : i < n); i++)
         json_array_append_new(a, json_string(v[i]));
     return a;
-}
-
-static json_t *capabilities(bool privileged)
-{
-    const char *const *set = privileged ? all_caps : default_caps;
-    json_t *c = json_object();
-    const char *kinds[] = {"bounding", "effective", "permitted"};
-    for (size_t i = 0; i < 3; i++)
-        json_object_set_new(c, kinds[i], str_array(set, (size_t)-1));
-    return c;
 }
 
 /* The daemon's own hard limit: root here lacks CAP_SYS_RESOURCE, so a
@@ -123,12 +35,11 @@ static json_t *process(const sl_oci_input *in)
         json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:"
                                                "/usr/sbin:/usr/bin:/sbin:/bin"));
     json_int_t nofile = nofile_limit();
-    return json_pack("{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:o, s:[{s:s, s:I, s:I}], s:b}",
-                     "terminal", in->tty, "user", "uid", (json_int_t)in->uid, "gid",
-                     (json_int_t)in->gid, "args", str_array(in->args, in->nargs), "env", env, "cwd",
-                     in->cwd && *in->cwd ? in->cwd : "/", "capabilities",
-                     capabilities(in->privileged), "rlimits", "type", "RLIMIT_NOFILE", "hard",
-                     nofile, "soft", nofile, "noNewPrivileges", false);
+    return json_pack("{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:[{s:s, s:I, s:I}]}", "terminal", in->tty,
+                     "user", "uid", (json_int_t)in->uid, "gid", (json_int_t)in->gid, "args",
+                     str_array(in->args, in->nargs), "env", env, "cwd",
+                     in->cwd && *in->cwd ? in->cwd : "/", "rlimits", "type", "RLIMIT_NOFILE",
+                     "hard", nofile, "soft", nofile);
 }
 
 static json_t *std_mounts(void)
@@ -194,10 +105,6 @@ static json_t *linux_section(const sl_oci_input *in)
                           "allow", false, "access", "rwm");
     if (in->cgroups_path)
         json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
-    if (!in->privileged) {
-        json_object_set_new(l, "maskedPaths", str_array(masked_paths, (size_t)-1));
-        json_object_set_new(l, "readonlyPaths", str_array(readonly_paths, (size_t)-1));
-    }
     return l;
 }
 
@@ -212,6 +119,10 @@ char *sl_oci_spec_build(const sl_oci_input *in, sl_error *e)
                              in->readonly_rootfs, "mounts", mounts(in), "linux", linux_section(in));
     if (spec && in->hostname && in->utsns)
         json_object_set_new(spec, "hostname", json_string(in->hostname));
+    if (spec && sl_oci_security_apply(spec, in, e) < 0) {
+        json_decref(spec);
+        return NULL;
+    }
     char *text = spec ? json_dumps(spec, JSON_INDENT(1)) : NULL;
     json_decref(spec);
     if (!text)

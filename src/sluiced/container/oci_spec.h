@@ -1,13 +1,17 @@
 /* OCI runtime spec (config.json) for one container, from the CRI
  * ContainerConfig already resolved against the image and the pod. The
  * defaults follow `runc spec` (capabilities, masked and read-only paths,
- * standard mounts), which runc accepts on these machines. */
+ * standard mounts), which runc accepts on these machines; the security
+ * settings are applied by oci_security.c. */
 #ifndef SL_OCI_SPEC_H
 #define SL_OCI_SPEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
+
+#include "container/oci_caps.h"
 #include "sys_error.h"
 
 typedef struct sl_oci_mount {
@@ -16,6 +20,19 @@ typedef struct sl_oci_mount {
     bool readonly;
     int propagation; /* CRI MountPropagation: 0 private, 1 rslave, 2 rshared */
 } sl_oci_mount;
+
+/* The security context, resolved (oci_security.c applies it). */
+typedef struct sl_oci_security {
+    sl_caps caps;
+    bool no_new_privs;
+    const char *const *masked_paths; /* NULL: the defaults; else n_masked (maybe 0) */
+    size_t n_masked;
+    const char *const *readonly_paths; /* NULL: the defaults */
+    size_t n_readonly;
+    json_t *seccomp;      /* linux.seccomp (borrowed); NULL: no filter */
+    const uint32_t *gids; /* process.user.additionalGids */
+    size_t ngids;
+} sl_oci_security;
 
 typedef struct sl_oci_input {
     const char *rootfs;      /* absolute path of the mounted rootfs */
@@ -32,7 +49,8 @@ typedef struct sl_oci_input {
     size_t nmounts;
     const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */
     bool readonly_rootfs;
-    bool privileged; /* all capabilities, no masked paths */
+    bool privileged;                 /* host devices, no masked paths, /sys read-write */
+    const sl_oci_security *security; /* NULL: default caps and paths, no seccomp */
 } sl_oci_input;
 
 /* Returns the config.json text (malloc'd) or NULL with *e set. */

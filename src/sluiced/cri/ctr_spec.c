@@ -1,6 +1,6 @@
 /* From a CRI ContainerConfig, the image and the pod to the OCI spec:
  * command resolution as Docker and containerd do it, environment merge,
- * user lookup in the image's /etc/passwd, mounts, namespaces. */
+ * mounts, namespaces; the security context is ctr_security.c's. */
 #include "cri/ctr_spec.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "container/oci_spec.h"
+#include "cri/ctr_security.h"
 #include "fsutil.h"
 #include "pod/netns.h"
 
@@ -61,71 +62,14 @@ static size_t merge_env(const Runtime__V1__ContainerConfig *c, const sl_image_co
     return n;
 }
 
-/* Looks name up in <rootfs>/etc/<file> ("name:x:id:..."). */
-static int lookup_id(const char *rootfs, const char *file, const char *name, uint32_t *id,
-                     uint32_t *gid)
+/* ContainerStatus.user, kept in the container's record. */
+static json_t *user_json(const sl_ctr_user *u)
 {
-    SL_AUTOFREE char *etc = sl_path_join(rootfs, "etc");
-    SL_AUTOFREE char *path = etc ? sl_path_join(etc, file) : NULL;
-    SL_AUTOFREE char *text = NULL;
-    sl_error e;
-    if (!path || sl_read_file(path, 1 << 20, &text, NULL, &e) < 0)
-        return -1;
-    size_t nl = strlen(name);
-    for (char *line = text; line && *line;) {
-        char *next = strchr(line, '\n');
-        if (next)
-            *next++ = '\0';
-        if (!strncmp(line, name, nl) && line[nl] == ':') {
-            char *f = strchr(line + nl + 1, ':');
-            if (f) {
-                *id = (uint32_t)strtoul(f + 1, &f, 10);
-                if (gid && f && *f == ':')
-                    *gid = (uint32_t)strtoul(f + 1, NULL, 10);
-                return 0;
-            }
-        }
-        line = next;
-    }
-    return -1;
-}
-
-static int parse_ids(const char *rootfs, const char *spec, uint32_t *uid, uint32_t *gid,
-                     sl_error *e)
-{
-    char user[256], group[256] = "";
-    const char *colon = strchr(spec, ':');
-    snprintf(user, sizeof(user), "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
-    if (colon)
-        snprintf(group, sizeof(group), "%s", colon + 1);
-    char *end;
-    *uid = (uint32_t)strtoul(user, &end, 10);
-    if (*end && lookup_id(rootfs, "passwd", user, uid, gid) < 0)
-        return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT, "unknown user \"%s\" in the image", user);
-    if (*group) {
-        *gid = (uint32_t)strtoul(group, &end, 10);
-        if (*end && lookup_id(rootfs, "group", group, gid, NULL) < 0)
-            return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT, "unknown group \"%s\" in the image",
-                                 group);
-    }
-    return 0;
-}
-
-static int resolve_user(const Runtime__V1__ContainerConfig *c, const sl_image_config *ic,
-                        const char *rootfs, uint32_t *uid, uint32_t *gid, sl_error *e)
-{
-    *uid = *gid = 0;
-    const Runtime__V1__LinuxContainerSecurityContext *sc =
-        c->linux ? c->linux->security_context : NULL;
-    if (sc && sc->run_as_user) {
-        *uid = (uint32_t)sc->run_as_user->value;
-        if (sc->run_as_group)
-            *gid = (uint32_t)sc->run_as_group->value;
-        return 0;
-    }
-    if (sc && *sc->run_as_username)
-        return parse_ids(rootfs, sc->run_as_username, uid, gid, e);
-    return *ic->user ? parse_ids(rootfs, ic->user, uid, gid, e) : 0;
+    json_t *groups = json_array();
+    for (size_t i = 0; i < u->ngids; i++)
+        json_array_append_new(groups, json_integer(u->gids[i]));
+    return json_pack("{s:I, s:I, s:o}", "uid", (json_int_t)u->uid, "gid", (json_int_t)u->gid,
+                     "supplemental_groups", groups);
 }
 
 /* Adds the pod's namespaces and the security settings, then builds. */
@@ -140,11 +84,19 @@ static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error
     oi->utsns = uts;
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
-    const Runtime__V1__LinuxContainerSecurityContext *sc =
-        c->linux ? c->linux->security_context : NULL;
-    oi->privileged = sc && sc->privileged;
-    oi->readonly_rootfs = sc && sc->readonly_rootfs;
-    return sl_oci_spec_build(oi, e);
+    sl_ctr_security sec;
+    if (sl_ctr_security_resolve(c, in->pod, in->image->user, in->rootfs, &sec, e) < 0)
+        return NULL;
+    oi->uid = sec.user.uid;
+    oi->gid = sec.user.gid;
+    oi->privileged = sec.privileged;
+    oi->readonly_rootfs = sec.readonly_rootfs;
+    oi->security = &sec.oci;
+    char *spec = sl_oci_spec_build(oi, e);
+    if (spec && in->user)
+        *in->user = user_json(&sec.user);
+    sl_ctr_security_fini(&sec);
+    return spec;
 }
 
 char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
@@ -169,8 +121,6 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     oi.env = env;
     oi.nenv = merge_env(c, in->image, env, owned);
     oi.cwd = *c->working_dir ? c->working_dir : in->image->workdir;
-    if (resolve_user(c, in->image, in->rootfs, &oi.uid, &oi.gid, e) < 0)
-        goto out;
     size_t nm = 0;
     for (size_t i = 0; i < c->n_mounts && nm < SPEC_MAX_MOUNTS; i++) {
         const Runtime__V1__Mount *m = c->mounts[i];

@@ -146,6 +146,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
         return NULL;
     bool uts = !sl_rec_bool(p->rec, "host_network");
+    json_t *user = NULL;
     sl_ctr_spec_in in = {
         .config = c,
         .image = &img->config,
@@ -153,7 +154,9 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         .ns_dir = sl_rec_str(p->rec, "ns_dir"),
         .hostname =
             uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
-        .cgroups_path = cg};
+        .cgroups_path = cg,
+        .pod = p->config,
+        .user = &user};
     SL_AUTOFREE char *spec = sl_ctr_spec(&in, e);
     if (!spec || sl_write_file_atomic(cfg_path, spec, strlen(spec), 0644, e) < 0)
         goto fail;
@@ -166,11 +169,16 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     json_t *rec = json_pack("{s:s, s:I, s:s, s:s, s:s, s:s, s:s}", "id", id, "created_at",
                             (json_int_t)sl_now_ns(), "image_id", img->id, "image_ref", repo_digest,
                             "image_name", c->image->image, "log_path", log, "bundle", dir);
+    if (rec && user)
+        json_object_set(rec, "user", user);
+    json_decref(user);
+    user = NULL;
     sl_ctr *ctr = rec ? sl_model_add_ctr(&rt->model, id, p->id, c, rec, e) : NULL;
     json_decref(rec);
     if (ctr)
         return ctr;
 fail:;
+    json_decref(user);
     sl_error ignored;
     sl_rootfs_umount(dir, &ignored);
     sl_rm_rf(dir, &ignored);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "cri/ctr_user.h"
 
 /* The reason the kubelet shows for an exited container. */
 static const char *exit_reason(const sl_ctr_status *st)
@@ -13,6 +14,22 @@ static const char *exit_reason(const sl_ctr_status *st)
     if (*st->reason)
         return st->reason;
     return st->exit_code == 0 ? "Completed" : "Error";
+}
+
+/* ContainerStatus.user from the record (the values in the OCI spec);
+ * false for records written before sluiced kept them. */
+static bool status_user(const json_t *rec, Runtime__V1__LinuxContainerUser *u, int64_t *groups)
+{
+    const json_t *j = json_object_get(rec, "user");
+    const json_t *g = json_object_get(j, "supplemental_groups");
+    if (!json_is_object(j))
+        return false;
+    u->uid = json_integer_value(json_object_get(j, "uid"));
+    u->gid = json_integer_value(json_object_get(j, "gid"));
+    for (size_t i = 0; i < json_array_size(g) && i < SL_CTR_MAX_GROUPS; i++)
+        groups[u->n_supplemental_groups++] = json_integer_value(json_array_get(g, i));
+    u->supplemental_groups = groups;
+    return true;
 }
 
 void sl_cri_container_status(sl_grpc_call *call, void *arg)
@@ -47,6 +64,13 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
     st.n_mounts = c->config->n_mounts;
     st.mounts = c->config->mounts;
     st.log_path = (char *)sl_rec_str(c->rec, "log_path");
+    Runtime__V1__ContainerUser user = RUNTIME__V1__CONTAINER_USER__INIT;
+    Runtime__V1__LinuxContainerUser linux_user = RUNTIME__V1__LINUX_CONTAINER_USER__INIT;
+    int64_t groups[SL_CTR_MAX_GROUPS];
+    if (status_user(c->rec, &linux_user, groups)) {
+        user.linux = &linux_user;
+        st.user = &user;
+    }
     Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
     resp.status = &st;
     /* verbose: {"info": {"pid", "config": {tty, stdin, stdin_once}}}, the

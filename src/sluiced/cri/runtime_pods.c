@@ -8,6 +8,7 @@
 
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
+#include "cri/ctr_security.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
@@ -98,6 +99,11 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     if (*req->runtime_handler && strcmp(req->runtime_handler, "runc")) {
         sl_grpc_call_fail(call, SL_GRPC_INVALID_ARGUMENT, "unknown runtime handler \"%s\"",
                           req->runtime_handler);
+        return;
+    }
+    sl_error sec_err = {0};
+    if (sl_pod_security_check(c, &sec_err) < 0) {
+        sl_grpc_call_fail_error(call, &sec_err);
         return;
     }
     char id[SL_ID_HEX + 1];
