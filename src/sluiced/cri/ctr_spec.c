@@ -140,6 +140,8 @@ static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error
     oi->utsns = uts;
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
+    oi->resources = in->resources;
+    oi->oom_score_adj = in->oom_score_adj;
     const Runtime__V1__LinuxContainerSecurityContext *sc =
         c->linux ? c->linux->security_context : NULL;
     oi->privileged = sc && sc->privileged;

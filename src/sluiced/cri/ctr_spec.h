@@ -2,6 +2,8 @@
 #ifndef SL_CTR_SPEC_H
 #define SL_CTR_SPEC_H
 
+#include <jansson.h>
+
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
 #include "image/image_store.h"
@@ -14,6 +16,8 @@ typedef struct sl_ctr_spec_in {
     const char *ns_dir;   /* the pod's pinned namespaces */
     const char *hostname; /* the pod's hostname, or NULL */
     const char *cgroups_path;
+    const json_t *resources;  /* OCI linux.resources members (ctr_resources.h) */
+    const int *oom_score_adj; /* process.oomScoreAdj, NULL = none */
 } sl_ctr_spec_in;
 
 /* Returns the config.json text (malloc'd) or NULL with *e (code
