@@ -25,7 +25,7 @@ const CTRD = path.join(REPO, 'scripts/containerd');
 // A containerd of our own (see docs: helpers share the machine).
 const CTRD_ENV = {
   SLUICE_CONTAINERD_DIR: '/run/sluice-test/containerd-resources',
-  SLUICE_CONTAINERD_STREAM_PORT: '10173',
+  SLUICE_CONTAINERD_STREAM_PORT: '10251',
 };
 const CALL_MS = 60000;
 const CG_TOP = '/sluice-test-res'; // cgroup_parent prefix of this file's pods
