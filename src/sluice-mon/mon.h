@@ -91,7 +91,13 @@ struct mon_ctr {
     int64_t created_at, started_at, finished_at, start_issued_at;
     mon_io io;
     mon_console *console;
-    mon_job *job; /* runc create/start/delete in flight */
+    mon_job *job;   /* runc create/start/delete in flight */
+    char *oom_file; /* its memory cgroup's OOM-kill counter (cgroup_host.h), or NULL */
+    bool oom_killed;
+    mon_job *update_job; /* runc update in flight (mon_update.c) */
+    mon_req *update_req;
+    bool update_oom; /* then write update_oom_value to its oom_score_adj */
+    int update_oom_value;
     mon_req *create_req, *start_req;
     mon_req *stop_waiters, *remove_waiters;
     sl_mtimer *kill_timer, *drain_timer;
@@ -197,6 +203,12 @@ void mon_ctr_start(mon *m, mon_req *r, const json_t *msg);
 void mon_ctr_stop(mon *m, mon_req *r, const json_t *msg);
 void mon_ctr_remove(mon *m, mon_req *r, const json_t *msg);
 void mon_ctr_reopen_log(mon *m, mon_req *r, const json_t *msg);
+/* mon_update.c: `runc update` of a container's resources */
+void mon_ctr_update(mon *m, mon_req *r, const json_t *msg);
+/* The container goes away: its update, if any, is answered with an error. */
+void mon_ctr_update_abort(mon_ctr *c);
+/* "OOMKilled" for an exited container the OOM killer hit, else "". */
+const char *mon_ctr_reason(const mon_ctr *c);
 /* The container's init process was reaped. */
 void mon_ctr_reaped(mon_ctr *c, int status);
 /* Both output streams reached EOF (called by mon_stdio.c). */

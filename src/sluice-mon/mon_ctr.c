@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup_host.h"
 #include "mon.h"
 #include "sluice/error.h"
 
@@ -61,6 +62,7 @@ static void ctr_free(mon_ctr *c)
         }
     }
     mon_job_cancel(c->job);
+    mon_ctr_update_abort(c);
     mon_console_free(c->console);
     sl_mtimer_cancel(c->kill_timer);
     sl_mtimer_cancel(c->drain_timer);
@@ -76,6 +78,7 @@ static void ctr_free(mon_ctr *c)
     free(c->pid_file);
     free(c->status_path);
     free(c->create_err);
+    free(c->oom_file);
     free(c);
 }
 
@@ -126,6 +129,8 @@ static void create_maybe_done(mon_ctr *c)
     }
     c->io.discard = false;
     c->io.noise_len = 0;
+    if (!(c->oom_file = sl_cg_oom_file(c->pid)))
+        mon_log(MON_WARN, "container %s: no memory cgroup found, OOM kills go unnoticed", c->id);
     c->created_at = sl_real_ns();
     c->state = CTR_CREATED;
     mon_status_write(c);
@@ -349,6 +354,21 @@ static void drain_cb(void *data)
     mon_io_close_outputs(c);
 }
 
+/* The kernel counts OOM kills per memory cgroup (v1 memory.oom_control
+ * since 4.13, v2 memory.events); the container's cgroup lives until runc
+ * delete, so the counter is still there. Any kill in it counts, as with
+ * containerd, which marks a container once an OOM event came. */
+static bool oom_killed(const mon_ctr *c)
+{
+    uint64_t n = 0;
+    return c->oom_file && sl_cg_oom_kills(c->oom_file, &n) == 0 && n > 0;
+}
+
+const char *mon_ctr_reason(const mon_ctr *c)
+{
+    return c->finalized && c->oom_killed ? "OOMKilled" : "";
+}
+
 /* Exited: reaped, its output read to the end, no runc start pending. */
 static void try_finalize(mon_ctr *c)
 {
@@ -363,11 +383,13 @@ static void try_finalize(mon_ctr *c)
     c->drain_timer = NULL;
     c->finalized = true;
     c->state = CTR_EXITED;
+    c->oom_killed = oom_killed(c);
     mon_status_write(c);
-    mon_log(MON_INFO, "container %s exited %d", c->id, c->exit_code);
+    mon_log(MON_INFO, "container %s exited %d%s", c->id, c->exit_code,
+            c->oom_killed ? " (OOM kill)" : "");
     mon_event(c->m, json_pack("{s:s, s:s, s:i, s:I, s:s}", "type", "exited", "container_id", c->id,
                               "exit_code", c->exit_code, "finished_at", (json_int_t)c->finished_at,
-                              "reason", ""));
+                              "reason", mon_ctr_reason(c)));
     json_t *f = json_pack("{s:i, s:I}", "exit_code", c->exit_code, "finished_at",
                           (json_int_t)c->finished_at);
     mon_reply_all(c->m, &c->stop_waiters, f);

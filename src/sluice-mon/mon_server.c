@@ -29,7 +29,7 @@ static const struct {
     {"remove", mon_ctr_remove}, {"reopen_log", mon_ctr_reopen_log},
     {"attach", mon_attach},     {"exec", mon_exec_start},
     {"resize", mon_resize},     {"kill_exec", mon_exec_kill},
-    {"shutdown", shutdown_req},
+    {"shutdown", shutdown_req}, {"update", mon_ctr_update},
 };
 
 mon_req *mon_req_new(uint64_t conn, const json_t *msg)

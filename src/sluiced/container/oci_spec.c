@@ -105,6 +105,8 @@ static json_t *linux_section(const sl_oci_input *in)
                           "allow", false, "access", "rwm");
     if (in->cgroups_path)
         json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
+    if (in->resources)
+        json_object_update(json_object_get(l, "resources"), (json_t *)in->resources);
     return l;
 }
 
@@ -117,6 +119,9 @@ char *sl_oci_spec_build(const sl_oci_input *in, sl_error *e)
     json_t *spec = json_pack("{s:s, s:o, s:{s:s, s:b}, s:o, s:o}", "ociVersion", "1.0.2", "process",
                              process(in), "root", "path", in->rootfs, "readonly",
                              in->readonly_rootfs, "mounts", mounts(in), "linux", linux_section(in));
+    if (spec && in->oom_score_adj)
+        json_object_set_new(json_object_get(spec, "process"), "oomScoreAdj",
+                            json_integer(*in->oom_score_adj));
     if (spec && in->hostname && in->utsns)
         json_object_set_new(spec, "hostname", json_string(in->hostname));
     if (spec && sl_oci_security_apply(spec, in, e) < 0) {

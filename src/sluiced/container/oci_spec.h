@@ -6,6 +6,7 @@
 #ifndef SL_OCI_SPEC_H
 #define SL_OCI_SPEC_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -48,6 +49,8 @@ typedef struct sl_oci_input {
     const sl_oci_mount *mounts;
     size_t nmounts;
     const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */
+    const json_t *resources;  /* extra linux.resources members (memory, cpu, ...), or NULL */
+    const int *oom_score_adj; /* process.oomScoreAdj, or NULL */
     bool readonly_rootfs;
     bool privileged;                 /* host devices, no masked paths, /sys read-write */
     const sl_oci_security *security; /* NULL: default caps and paths, no seccomp */

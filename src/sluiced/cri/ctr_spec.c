@@ -84,6 +84,8 @@ static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error
     oi->utsns = uts;
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
+    oi->resources = in->resources;
+    oi->oom_score_adj = in->oom_score_adj;
     sl_ctr_security sec;
     if (sl_ctr_security_resolve(c, in->pod, in->image->user, in->rootfs, &sec, e) < 0)
         return NULL;

@@ -11,7 +11,9 @@
 #include "container/rootfs.h"
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
+#include "cri/ctr_resources.h"
 #include "cri/ctr_spec.h"
+#include "cri/pod_cgroup.h"
 #include "fsutil.h"
 #include "state/state.h"
 
@@ -131,15 +133,14 @@ static char *log_path_of(const sl_pod *p, const Runtime__V1__ContainerConfig *c)
 
 /* Rootfs, config.json and the record; the monitor does the rest. */
 static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__ContainerConfig *c,
-                       const sl_image *img, sl_error *e)
+                       const sl_image *img, const sl_ctr_res *res, sl_error *e)
 {
     SL_AUTOFREE char *dir = sl_state_dir(rt->model.state_dir, "containers", id);
     SL_AUTOFREE char *rootfs = dir ? sl_path_join(dir, "rootfs") : NULL;
     SL_AUTOFREE char *cfg_path = dir ? sl_path_join(dir, "config.json") : NULL;
     SL_AUTOFREE char *log = log_path_of(p, c);
-    char cg[160];
-    snprintf(cg, sizeof(cg), "/sluice/%.16s/%s", p->id, id);
-    if (!cfg_path || !log) {
+    SL_AUTOFREE char *cg = sl_pod_cgroup_ctr_path(p, id);
+    if (!cfg_path || !log || !cg) {
         sl_error_set(e, ENOMEM, "container");
         return NULL;
     }
@@ -156,7 +157,9 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
             uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
         .cgroups_path = cg,
         .pod = p->config,
-        .user = &user};
+        .user = &user,
+        .resources = res->oci,
+        .oom_score_adj = &res->oom_score_adj};
     SL_AUTOFREE char *spec = sl_ctr_spec(&in, e);
     if (!spec || sl_write_file_atomic(cfg_path, spec, strlen(spec), 0644, e) < 0)
         goto fail;
@@ -173,6 +176,8 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         json_object_set(rec, "user", user);
     json_decref(user);
     user = NULL;
+    if (rec)
+        json_object_set(rec, "resources", res->rec);
     sl_ctr *ctr = rec ? sl_model_add_ctr(&rt->model, id, p->id, c, rec, e) : NULL;
     json_decref(rec);
     if (ctr)
@@ -209,9 +214,15 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
                           "image \"%s\": %s", c->image->image, e.msg);
         return;
     }
+    sl_ctr_res res;
+    if (sl_cri_res_create(c, &res, &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
     char id[SL_ID_HEX + 1];
     sl_model_new_id(id);
-    sl_ctr *ctr = prepare(rt, p, id, c, img, &e);
+    sl_ctr *ctr = prepare(rt, p, id, c, img, &res, &e);
+    sl_ctr_res_fini(&res);
     if (!ctr) {
         sl_grpc_call_fail(call, e.code ? e.code : SL_GRPC_UNKNOWN, "%s", e.msg);
         return;

@@ -5,6 +5,7 @@
 
 #include "cri/cri_util.h"
 #include "cri/ctr_user.h"
+#include "cri/ctr_resources.h"
 
 /* The reason the kubelet shows for an exited container. */
 static const char *exit_reason(const sl_ctr_status *st)
@@ -71,6 +72,9 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
         user.linux = &linux_user;
         st.user = &user;
     }
+    sl_cri_res_report rs;
+    sl_cri_res_status(json_object_get(c->rec, "resources"), &rs);
+    st.resources = &rs.res;
     Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
     resp.status = &st;
     /* verbose: {"info": {"pid", "config": {tty, stdin, stdin_once}}}, the

@@ -1,5 +1,4 @@
 /* RuntimeService pod sandbox calls. */
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
 #include "cri/ctr_security.h"
+#include "cri/pod_cgroup.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
@@ -119,6 +119,11 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
                             (json_int_t)sl_now_ns(), "ready", true, "runtime_handler",
                             req->runtime_handler, "ns_dir", ns_dir ? ns_dir : "", "host_network",
                             ns.host_network, "host_ipc", ns.host_ipc);
+    if (rec && sl_pod_cgroup_setup(c, id, rec, &e) < 0) { /* checked before anything is made */
+        json_decref(rec);
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
     pid_t mon_pid = 0;
     if (!run_dir || !ns_dir || !rec || sl_mkdir_p(run_dir, 0700, &e) < 0 ||
         sl_pod_ns_create(&ns, &e) < 0 || setup_network(rt, id, ns_dir, c, rec, &e) < 0 ||
@@ -168,29 +173,10 @@ static void release_network(sl_rt *rt, sl_pod *p)
     json_object_set_new(p->rec, "cni_result", json_string(""));
 }
 
-/* runc removes each container's cgroup; the pod level (see the
- * cgroupsPath of ctr_spec) is ours: every v1 controller, or v2. */
-static void remove_pod_cgroups(const char *pod_id)
-{
-    char path[512];
-    DIR *d = opendir("/sys/fs/cgroup");
-    struct dirent *de;
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/sluice/%.16s", pod_id);
-    rmdir(path);
-    while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/sluice/%.16s", de->d_name, pod_id);
-        rmdir(path);
-    }
-    if (d)
-        closedir(d);
-}
-
 static void finish_remove(sl_rt *rt, sl_pod *p)
 {
     sl_error e;
-    remove_pod_cgroups(p->id);
+    sl_pod_cgroup_remove(p); /* runc removed each container's own */
     for (sl_ctr *c = rt->model.ctrs, *next; c; c = next) {
         next = c->next;
         if (!strcmp(c->pod_id, p->id))

@@ -72,6 +72,8 @@ void sl_cri_remove_container(sl_grpc_call *call, void *cri);
 void sl_cri_list_containers(sl_grpc_call *call, void *cri);
 void sl_cri_container_status(sl_grpc_call *call, void *cri);
 void sl_cri_reopen_log(sl_grpc_call *call, void *cri);
+/* runtime_update.c */
+void sl_cri_update_container_resources(sl_grpc_call *call, void *cri);
 /* runtime_streaming.c */
 void sl_cri_exec_sync(sl_grpc_call *call, void *cri);
 void sl_cri_exec(sl_grpc_call *call, void *cri);
