@@ -12,10 +12,11 @@
 #include "fsutil.h"
 #include "pod/cni.h"
 
-/* Status verbose: the keys of the info map (containerd's where it has one). */
-enum { INFO_CONFIG, INFO_CNI, INFO_CNI_STATUS, INFO_HANDLERS, INFO_POD_CIDR, INFO_N };
+/* Status verbose: the keys of the info map (containerd's where it has one;
+ * not "runtimeHandlers", which crictl info uses for the response field). */
+enum { INFO_CONFIG, INFO_CNI, INFO_CNI_STATUS, INFO_POD_CIDR, INFO_N };
 static const char *const info_keys[INFO_N] = {"config", "cniconfig", "lastCNILoadStatus",
-                                              "runtimeHandlers", "podCIDR"};
+                                              "podCIDR"};
 
 void sl_cri_version(sl_grpc_call *call, void *arg)
 {
@@ -59,19 +60,33 @@ static const char *cgroup_version(const sl_cri *cri)
     return m == SL_CG_V2 ? "v2" : m == SL_CG_V1 ? "v1" : "none";
 }
 
-/* What sluiced runs with: directories, programs, cgroups, limits of the
- * stats calls. */
+/* sluice has one runtime handler, the default (""): runc via the monitor. */
+static json_t *info_handlers(const sl_config *c)
+{
+    return json_pack("[{s:s, s:b, s:s, s:s}]", "name", "", "default", 1, "runtimeType", "oci",
+                     "runtimePath", c->runtime_path);
+}
+
+/* What sluiced runs with: directories, programs, runtime handlers, cgroups,
+ * limits of the stats calls. */
 static json_t *info_config(const sl_cri *cri)
 {
     const sl_config *c = cri->cfg;
-    return json_pack(
-        "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:I, s:I}", "listen", c->listen,
-        "stateDir", c->state_dir, "runDir", c->run_dir, "imageDir",
-        c->image_dir ? c->image_dir : "", "importDir", c->import_dir ? c->import_dir : "",
-        "cniConfDir", c->cni_conf_dir, "cniBinDir", c->cni_bin_dir, "runtimePath", c->runtime_path,
-        "cgroupDriver", "cgroupfs", "cgroupVersion", cgroup_version(cri), "streamServer",
-        cri->stream ? sl_server_base_url(cri->stream) : NULL, "statsFsRefreshMs",
-        (json_int_t)c->stats_fs_refresh_ms, "statsCpuWindowMs", (json_int_t)c->stats_cpu_window_ms);
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "listen", c->listen, "stateDir",
+                  c->state_dir, "runDir", c->run_dir, "imageDir", c->image_dir ? c->image_dir : "",
+                  "importDir", c->import_dir ? c->import_dir : "", "cniConfDir", c->cni_conf_dir,
+                  "cniBinDir", c->cni_bin_dir, "runtimePath", c->runtime_path);
+    if (!j)
+        return NULL;
+    json_object_set_new(j, "runtimeHandlers", info_handlers(c));
+    json_object_set_new(j, "cgroupDriver", json_string("cgroupfs"));
+    json_object_set_new(j, "cgroupVersion", json_string(cgroup_version(cri)));
+    if (cri->stream)
+        json_object_set_new(j, "streamServer", json_string(sl_server_base_url(cri->stream)));
+    json_object_set_new(j, "statsFsRefreshMs", json_integer(c->stats_fs_refresh_ms));
+    json_object_set_new(j, "statsCpuWindowMs", json_integer(c->stats_cpu_window_ms));
+    return j;
 }
 
 /* The bin dir list ("a:b") as an array. */
@@ -122,13 +137,6 @@ static json_t *info_cni(const sl_config *c, char *status, size_t len)
                      "PluginConfDir", c->cni_conf_dir, "PluginMaxConfNum", 1, "Networks", nets);
 }
 
-/* sluice has one runtime handler, the default (""): runc via the monitor. */
-static json_t *info_handlers(const sl_cri *cri)
-{
-    return json_pack("[{s:s, s:b, s:s, s:s}]", "name", "", "default", 1, "runtimeType", "oci",
-                     "runtimePath", cri->cfg->runtime_path);
-}
-
 /* The verbose info map: each value a JSON text. Returns the count filled. */
 static size_t status_info(const sl_cri *cri, char *values[INFO_N])
 {
@@ -137,7 +145,6 @@ static size_t status_info(const sl_cri *cri, char *values[INFO_N])
     j[INFO_CONFIG] = info_config(cri);
     j[INFO_CNI] = info_cni(cri->cfg, cni_status, sizeof(cni_status));
     j[INFO_CNI_STATUS] = json_string(cni_status);
-    j[INFO_HANDLERS] = info_handlers(cri);
     j[INFO_POD_CIDR] = json_string(cri->pod_cidr);
     size_t n = 0;
     for (size_t i = 0; i < INFO_N; i++) {
