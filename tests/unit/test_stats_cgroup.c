@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -299,6 +302,73 @@ static void test_read_missing_and_bad(void **state)
     assert_int_equal(st.inactive_file, 0);
 }
 
+/* The host's own unified hierarchy, where it has one (a v1 host in hybrid
+ * mode mounts it at /sys/fs/cgroup/unified, without controllers; cpu.stat
+ * and cgroup.procs are always there): a real cgroup with a process that
+ * burns CPU. */
+static const char *real_v2_root(void)
+{
+    if (sl_cg_detect(SL_CG_ROOT) == SL_CG_V2)
+        return SL_CG_ROOT;
+    if (sl_cg_detect(SL_CG_ROOT "/unified") == SL_CG_V2)
+        return SL_CG_ROOT "/unified";
+    return NULL;
+}
+
+static void burn_ms(long ms)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static void test_read_real_v2(void **state)
+{
+    (void)state;
+    const char *v2 = real_v2_root();
+    if (!v2 || geteuid() != 0) {
+        print_message("skipped: no cgroup2 hierarchy at %s or %s/unified, or not root\n",
+                      SL_CG_ROOT, SL_CG_ROOT);
+        skip();
+        return;
+    }
+    char rel[64], dir[256], procs[300];
+    snprintf(rel, sizeof(rel), "/sl-unit-%d", (int)getpid());
+    snprintf(dir, sizeof(dir), "%s%s", v2, rel);
+    snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        FILE *f = fopen(procs, "w");
+        if (!f || fprintf(f, "0\n") < 0 || fclose(f) != 0)
+            _exit(1);
+        burn_ms(200);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char x;
+    assert_int_equal(read(ready[0], &x, 1), 1);
+    sl_cg_stats st;
+    sl_error e;
+    int rc = sl_cg_read(v2, SL_CG_V2, rel, &st, &e);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    rmdir(dir);
+    assert_int_equal(rc, 0);
+    assert_true(st.cpu);
+    assert_true(st.cpu_ns >= 150000000ull); /* the child's 200 ms, in usec steps */
+    assert_true(st.procs);
+    assert_int_equal(st.nprocs, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -312,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_v1_unlimited_no_swap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_missing_and_bad, setup, teardown),
+        cmocka_unit_test(test_read_real_v2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
