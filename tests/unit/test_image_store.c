@@ -228,6 +228,19 @@ static void test_list_filter(void **state)
     }
 }
 
+/* du -s of the store's root (the usage ImageFsInfo should report). */
+static uint64_t du_root(const char *root, const char *opt)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "du -s %s %s", opt, root);
+    FILE *p = popen(cmd, "r");
+    unsigned long long v = 0;
+    assert_non_null(p);
+    assert_int_equal(fscanf(p, "%llu", &v), 1);
+    pclose(p);
+    return v;
+}
+
 static void test_fs_usage(void **state)
 {
     fx *f = *state;
@@ -242,10 +255,14 @@ static void test_fs_usage(void **state)
     /* layer 1: 5 directories, 5 inodes of files and links; layer 2: 4 and 3; 2 blobs */
     assert_true(u1.inodes_used >= u0.inodes_used + 19);
     assert_true(u1.used_bytes >= u0.used_bytes + 8 * 4096);
+    /* everything the store holds, as du counts it */
+    assert_int_equal(u1.inodes_used, du_root(f->root, "--inodes"));
+    assert_int_equal(u1.used_bytes, du_root(f->root, "-B1"));
     assert_int_equal(sl_image_store_remove(f->s, b.id, NULL), 0);
     sl_image_fs_usage u2;
     assert_int_equal(sl_image_store_fs_usage(f->s, &u2, NULL), 0);
-    assert_int_equal(u2.inodes_used, u0.inodes_used);
+    assert_int_equal(u2.inodes_used, du_root(f->root, "--inodes"));
+    assert_int_equal(u2.used_bytes, du_root(f->root, "-B1"));
 }
 
 /* ---- the project's busybox image (scripts/busybox-image) ---- */

@@ -85,6 +85,10 @@ static const key keys[] = {
     {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR[:DIR]",
      "CNI plugin binaries, searched in order"},
     {"runtime-path", K_TEXT, F(runtime_path), 0, 0, "PATH", "OCI runtime binary (runc)"},
+    {"stats-fs-refresh-ms", K_U32, F(stats_fs_refresh_ms), 0, U32MAX, "MS",
+     "a container's writable layer is walked for its usage again after this"},
+    {"stats-cpu-window-ms", K_U32, F(stats_cpu_window_ms), 1, U32MAX, "MS",
+     "shortest sample window of usage_nano_cores (shorter calls reuse the last rate)"},
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -117,6 +121,8 @@ void sl_config_init(sl_config *c)
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;
     c->cni_bin_dir = SLUICED_DEFAULT_CNI_BIN_DIR;
     c->runtime_path = SLUICED_DEFAULT_RUNTIME_PATH;
+    c->stats_fs_refresh_ms = SLUICED_DEFAULT_STATS_FS_REFRESH_MS;
+    c->stats_cpu_window_ms = SLUICED_DEFAULT_STATS_CPU_WINDOW_MS;
 }
 
 void sl_config_fini(sl_config *c)

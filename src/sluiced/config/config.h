@@ -20,6 +20,9 @@
 /* image-dir and import-dir default to these under state-dir. */
 #define SLUICED_IMAGE_SUBDIR "images"
 #define SLUICED_IMPORT_SUBDIR "import"
+/* CRI stats: writable-layer walk interval, shortest CPU-rate window. */
+#define SLUICED_DEFAULT_STATS_FS_REFRESH_MS 10000
+#define SLUICED_DEFAULT_STATS_CPU_WINDOW_MS 1000
 /* File mode of the CRI socket. */
 #define SLUICED_SOCKET_MODE 0660
 /* Largest config file read. */
@@ -57,6 +60,9 @@ typedef struct sl_config {
     const char *cni_conf_dir;
     const char *cni_bin_dir;
     const char *runtime_path;
+    /* CRI stats (cri/stats.h) */
+    uint32_t stats_fs_refresh_ms; /* a writable layer is walked again after this */
+    uint32_t stats_cpu_window_ms; /* shortest window of usage_nano_cores */
 
     char **owned; /* strings this config allocated */
     size_t nowned;

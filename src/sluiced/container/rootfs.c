@@ -21,9 +21,14 @@ static int is_mounted(const char *path)
     return a.st_dev != b.st_dev;
 }
 
+char *sl_rootfs_upper_dir(const char *dir)
+{
+    return sl_path_join(dir, "upper");
+}
+
 int sl_rootfs_mount(const char *dir, const char *const *layers, size_t n, sl_error *e)
 {
-    SL_AUTOFREE char *upper = sl_path_join(dir, "upper");
+    SL_AUTOFREE char *upper = sl_rootfs_upper_dir(dir);
     SL_AUTOFREE char *work = sl_path_join(dir, "work");
     SL_AUTOFREE char *rootfs = sl_path_join(dir, "rootfs");
     SL_AUTOFREE char *empty = sl_path_join(dir, "empty");

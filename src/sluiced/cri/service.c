@@ -1,7 +1,11 @@
 /* The runtime.v1 method table and the CRI context. */
 #include "cri/service.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "cri/stats.h"
 
 #define RT "/runtime.v1.RuntimeService/"
 #define IMG "/runtime.v1.ImageService/"
@@ -36,17 +40,17 @@ static const sl_grpc_method methods[] = {
     M(RT, Exec, exec_request, sl_cri_exec),
     M(RT, Attach, attach_request, sl_cri_attach),
     M(RT, PortForward, port_forward_request, sl_cri_port_forward),
-    TODO(RT, ContainerStats),
-    TODO(RT, ListContainerStats),
-    TODO(RT, PodSandboxStats),
-    TODO(RT, ListPodSandboxStats),
+    M(RT, ContainerStats, container_stats_request, sl_cri_container_stats),
+    M(RT, ListContainerStats, list_container_stats_request, sl_cri_list_container_stats),
+    M(RT, PodSandboxStats, pod_sandbox_stats_request, sl_cri_pod_stats),
+    M(RT, ListPodSandboxStats, list_pod_sandbox_stats_request, sl_cri_list_pod_stats),
     M(RT, UpdateRuntimeConfig, update_runtime_config_request, sl_cri_update_runtime_config),
     M(RT, Status, status_request, sl_cri_status),
-    TODO(RT, CheckpointContainer),
+    M(RT, CheckpointContainer, checkpoint_container_request, sl_cri_checkpoint_container),
     TODO(RT, GetContainerEvents), /* server streaming */
-    TODO(RT, ListMetricDescriptors),
-    TODO(RT, ListPodSandboxMetrics),
-    TODO(RT, RuntimeConfig),
+    M(RT, ListMetricDescriptors, list_metric_descriptors_request, sl_cri_list_metric_descriptors),
+    M(RT, ListPodSandboxMetrics, list_pod_sandbox_metrics_request, sl_cri_list_pod_metrics),
+    M(RT, RuntimeConfig, runtime_config_request, sl_cri_runtime_config),
     M(IMG, ListImages, list_images_request, sl_cri_list_images),
     M(IMG, ImageStatus, image_status_request, sl_cri_image_status),
     M(IMG, PullImage, pull_image_request, sl_cri_pull_image),
@@ -65,22 +69,20 @@ int sl_cri_init(sl_cri *cri, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     memset(cri, 0, sizeof(*cri));
     cri->loop = loop;
     cri->cfg = cfg;
-    return sl_rt_open(&cri->rt, loop, cfg, e);
+    if (sl_rt_open(&cri->rt, loop, cfg, e) < 0)
+        return -1;
+    cri->stats = sl_stats_new(loop, cfg, &cri->rt.model, SL_CG_ROOT);
+    if (!cri->stats)
+        return sl_error_set(e, ENOMEM, "stats");
+    if (sl_cri_load_runtime_config(cri) < 0)
+        fprintf(stderr, "sluiced: the recorded pod CIDR could not be read\n");
+    return 0;
 }
 
 void sl_cri_fini(sl_cri *cri)
 {
     cri->stream = NULL;
+    sl_stats_free(cri->stats);
+    cri->stats = NULL;
     sl_rt_close(&cri->rt);
-}
-
-/* The kubelet sends the pod CIDR; sluice's network comes from CNI, so
- * there is nothing to apply (containerd does the same without a CIDR
- * template). */
-void sl_cri_update_runtime_config(sl_grpc_call *call, void *arg)
-{
-    (void)arg;
-    Runtime__V1__UpdateRuntimeConfigResponse resp =
-        RUNTIME__V1__UPDATE_RUNTIME_CONFIG_RESPONSE__INIT;
-    sl_grpc_call_reply(call, &resp.base);
 }

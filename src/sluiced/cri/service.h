@@ -3,10 +3,13 @@
  * one file per area:
  *
  *   runtime_info.c        Version, Status
- *   runtime_pods.c        pod sandboxes            (to come)
- *   runtime_containers.c  containers               (to come)
- *   runtime_streaming.c   Exec, Attach, PortForward, ExecSync (to come)
- *   image_service.c       ImageService             (to come)
+ *   runtime_pods.c        pod sandboxes
+ *   runtime_containers.c  containers
+ *   runtime_streaming.c   Exec, Attach, PortForward, ExecSync
+ *   runtime_stats.c       container and pod stats (sampled by stats.c)
+ *   runtime_metrics.c     ListMetricDescriptors, ListPodSandboxMetrics
+ *   runtime_config.c      RuntimeConfig, UpdateRuntimeConfig, CheckpointContainer
+ *   image_service.c       ImageService
  *   stream_runtime.c      sluiced_runtime(): the libsluice runtime backend
  *
  * Adding a method: write the handler (sl_grpc_handler signature; arg is the
@@ -32,6 +35,9 @@
 #define SL_CRI_RUNTIME_NAME "sluice"
 #define SL_CRI_API_VERSION "v1"
 
+/* The longest pod CIDR kept (UpdateRuntimeConfig): two CIDRs. */
+#define SL_CRI_POD_CIDR_MAX 128
+
 /* Status condition texts when no CNI network config exists. */
 #define SL_CRI_NETWORK_NOT_READY_REASON "NetworkPluginNotReady"
 
@@ -41,6 +47,10 @@ typedef struct sl_cri {
     const sl_config *cfg;
     sl_server *stream; /* streaming server: URLs for Exec/Attach/PortForward */
     sl_rt rt;          /* pods, containers, images, monitors */
+    /* stats sampling (cri/stats.h) */
+    struct sl_stats *stats;
+    /* the pod CIDR from UpdateRuntimeConfig, "" until one is sent */
+    char pod_cidr[SL_CRI_POD_CIDR_MAX + 1];
 } sl_cri;
 
 /* Sets up the context (cfg and loop are borrowed). The streaming server is
@@ -79,8 +89,22 @@ void sl_cri_exec_sync(sl_grpc_call *call, void *cri);
 void sl_cri_exec(sl_grpc_call *call, void *cri);
 void sl_cri_attach(sl_grpc_call *call, void *cri);
 void sl_cri_port_forward(sl_grpc_call *call, void *cri);
-/* service.c */
+/* runtime_stats.c */
+void sl_cri_container_stats(sl_grpc_call *call, void *cri);
+void sl_cri_list_container_stats(sl_grpc_call *call, void *cri);
+void sl_cri_pod_stats(sl_grpc_call *call, void *cri);
+void sl_cri_list_pod_stats(sl_grpc_call *call, void *cri);
+/* runtime_metrics.c */
+void sl_cri_list_metric_descriptors(sl_grpc_call *call, void *cri);
+void sl_cri_list_pod_metrics(sl_grpc_call *call, void *cri);
+/* runtime_config.c */
+void sl_cri_runtime_config(sl_grpc_call *call, void *cri);
 void sl_cri_update_runtime_config(sl_grpc_call *call, void *cri);
+void sl_cri_checkpoint_container(sl_grpc_call *call, void *cri);
+/* True for "" or one or two comma-separated CIDRs (IPv4 or IPv6). */
+bool sl_cri_valid_pod_cidr(const char *s);
+/* Reads the pod CIDR a previous run recorded. Returns 0 or -1. */
+int sl_cri_load_runtime_config(sl_cri *cri);
 /* image_service.c */
 void sl_cri_list_images(sl_grpc_call *call, void *cri);
 void sl_cri_image_status(sl_grpc_call *call, void *cri);

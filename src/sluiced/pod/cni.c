@@ -69,6 +69,13 @@ static json_t *load_list(const char *conf_dir, sl_error *e)
     return list;
 }
 
+json_t *sl_cni_config(const char *conf_dir, char **path, sl_error *e)
+{
+    json_t *list = load_list(conf_dir, e);
+    *path = list ? first_conf(conf_dir) : NULL;
+    return list;
+}
+
 bool sl_cni_ready(const char *conf_dir)
 {
     sl_error e;

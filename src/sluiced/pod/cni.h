@@ -6,6 +6,7 @@
 #ifndef SL_POD_CNI_H
 #define SL_POD_CNI_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include "sys_error.h"
 
@@ -23,6 +24,11 @@ typedef struct sl_cni_opts {
 /* True when conf_dir holds a usable network configuration (Status's
  * NetworkReady). */
 bool sl_cni_ready(const char *conf_dir);
+
+/* The network configuration list ADD would use (a single .conf becomes a
+ * list of one plugin), for Status verbose; *path gets its file (malloc'd).
+ * NULL with *e when there is none or it does not parse. */
+json_t *sl_cni_config(const char *conf_dir, char **path, sl_error *e);
 
 /* Runs ADD. On success returns 0 and the pod IP (without prefix length)
  * in *ip and the final result JSON in *result (both malloc'd; *ip may be

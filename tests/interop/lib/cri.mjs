@@ -96,3 +96,9 @@ export async function connectCri(endpoint, { connectTimeoutMs = CONNECT_TIMEOUT_
     },
   };
 }
+
+// A CRI UInt64Value ({ value: '123' } with longs as strings) as a BigInt,
+// or null when the field is unset.
+export function u64(v) {
+  return v === null || v === undefined ? null : BigInt(v.value);
+}
