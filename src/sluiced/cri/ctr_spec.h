@@ -14,6 +14,7 @@ typedef struct sl_ctr_spec_in {
     const char *ns_dir;   /* the pod's pinned namespaces */
     const char *hostname; /* the pod's hostname, or NULL */
     const char *cgroups_path;
+    const char *pod_etc_dir; /* the pod's /etc files (pod/etc_files.h), or NULL */
 } sl_ctr_spec_in;
 
 /* Returns the config.json text (malloc'd) or NULL with *e (code
