@@ -26,6 +26,13 @@
 #define SL_MON_LOG_LINE_MAX 16384                /* longer lines become P records + F */
 #define SL_MON_MAX_ID 128                        /* bytes of a container/exec/session id */
 #define SL_MON_MAX_QUEUED 1024 /* outbound packets queued before the peer counts as stuck */
+/* The monitor's sockets live in <run-dir>/pods/<pod id, 64 hex>/: its
+ * control socket, and briefly one console socket per tty container or
+ * exec, whose name is never longer. sluiced refuses a run dir for which
+ * the control socket's path would not fit sun_path. */
+#define SL_MON_SOCK_NAME "mon.sock"
+#define SL_MON_POD_ID_LEN 64
+#define SL_MON_CONSOLE_SOCK_FMT "cs%04x" /* of a counter modulo 0x10000 */
 
 /* Encodes msg (an object with a string "type"; when it has "fds", an array
  * of nfds strings, else nfds must be 0) compactly into a malloc'd buffer.

@@ -29,10 +29,15 @@ int mon_set_winsize(int fd, int w, int h)
     return ioctl(fd, TIOCSWINSZ, &ws);
 }
 
+/* Never longer than mon.sock, so every socket fits when that one does
+ * (sluiced checks its run dir at start). A name comes back only after
+ * 65536 others, long after runc connected to it and it was removed. */
+_Static_assert(sizeof("cs0000") <= sizeof(SL_MON_SOCK_NAME), "console socket name too long");
+
 char *mon_sock_path(mon *m)
 {
-    char name[32];
-    snprintf(name, sizeof(name), "cs%u.sock", ++m->next_sock);
+    char name[16];
+    snprintf(name, sizeof(name), SL_MON_CONSOLE_SOCK_FMT, ++m->next_sock & 0xffffu);
     return sl_path_join(m->run_dir, name);
 }
 

@@ -238,6 +238,31 @@ static void test_args_errors(void **state)
     sl_config_fini(&c);
 }
 
+/* <run-dir>/pods/<64 hex>/mon.sock must fit sun_path (107 bytes): a run
+ * dir of 28 bytes does, 29 does not; trailing slashes do not count. */
+static void test_run_dir_fits_the_monitor_socket(void **state)
+{
+    (void)state;
+    const char *fits[] = {"/run/sluice", "/tmp/01234567890123456789012",
+                          "/tmp/01234567890123456789012//"};
+    for (size_t i = 0; i < 3; i++) {
+        sl_config c;
+        sl_error e;
+        sl_config_init(&c);
+        const char *argv[] = {"sluiced", "--run-dir", fits[i]};
+        assert_int_equal(parse(&c, &e, 3, argv), SL_CONFIG_RUN);
+        sl_config_fini(&c);
+    }
+    sl_config c;
+    sl_error e;
+    sl_config_init(&c);
+    const char *argv[] = {"sluiced", "--run-dir", "/tmp/012345678901234567890123"};
+    expect_error(parse(&c, &e, 3, argv), &e,
+                 "run-dir: \"/tmp/012345678901234567890123\" is 29 bytes, at most 28 fit");
+    assert_non_null(strstr(e.msg, "/mon.sock must fit a unix socket path (107 bytes)"));
+    sl_config_fini(&c);
+}
+
 static void test_args_help_version(void **state)
 {
     (void)state;
@@ -297,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_args_precedence),
         cmocka_unit_test(test_args_errors),
+        cmocka_unit_test(test_run_dir_fits_the_monitor_socket),
         cmocka_unit_test(test_args_help_version),
         cmocka_unit_test(test_usage_lists_every_key),
     };

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "fsutil.h"
+#include "mon_proto.h"
 #include "server/url.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
@@ -384,10 +385,29 @@ static int derive(sl_config *c, const char **field, const char *sub, sl_error *e
     return 0;
 }
 
+/* Every pod's monitor listens on <run-dir>/pods/<id>/mon.sock: a run dir
+ * too long for that path would fail each pod, so it is refused here. */
+static int check_run_dir(const sl_config *c, sl_error *e)
+{
+    struct sockaddr_un sun;
+    size_t fixed = strlen("/pods/") + SL_MON_POD_ID_LEN + 1 + strlen(SL_MON_SOCK_NAME);
+    size_t max = sizeof(sun.sun_path) - 1 - fixed;
+    size_t n = strlen(c->run_dir);
+    while (n > 1 && c->run_dir[n - 1] == '/')
+        n--;
+    if (n > max)
+        return sl_error_set(e, 0,
+                            "run-dir: \"%s\" is %zu bytes, at most %zu fit: each pod's monitor "
+                            "socket RUN-DIR/pods/<64-hex pod id>/%s must fit a unix socket "
+                            "path (%zu bytes)",
+                            c->run_dir, n, max, SL_MON_SOCK_NAME, sizeof(sun.sun_path) - 1);
+    return 0;
+}
+
 int sl_config_finish(sl_config *c, sl_error *e)
 {
     if (derive(c, &c->image_dir, SLUICED_IMAGE_SUBDIR, e) < 0 ||
-        derive(c, &c->import_dir, SLUICED_IMPORT_SUBDIR, e) < 0)
+        derive(c, &c->import_dir, SLUICED_IMPORT_SUBDIR, e) < 0 || check_run_dir(c, e) < 0)
         return -1;
     return 0;
 }

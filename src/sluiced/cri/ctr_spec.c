@@ -11,6 +11,7 @@
 #include "container/oci_spec.h"
 #include "cri/ctr_security.h"
 #include "fsutil.h"
+#include "pod/etc_files.h"
 #include "pod/netns.h"
 
 #define SPEC_MAX_ARGS 4096
@@ -107,7 +108,8 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     const char **args = calloc(SPEC_MAX_ARGS, sizeof(char *));
     const char **env = calloc(SPEC_MAX_ENV, sizeof(char *));
     char **owned = calloc(c->n_envs + 1, sizeof(char *));
-    sl_oci_mount *mounts = calloc(c->n_mounts + 1, sizeof(sl_oci_mount));
+    sl_oci_mount *mounts = calloc(c->n_mounts + 1 + SL_POD_ETC_FILES, sizeof(sl_oci_mount));
+    char *etc_srcs[SL_POD_ETC_FILES] = {NULL};
     char *spec = NULL;
     if (!args || !env || !owned || !mounts) {
         sl_error_set(e, ENOMEM, "container spec");
@@ -131,10 +133,17 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
         mounts[nm++] =
             (sl_oci_mount){m->container_path, m->host_path, m->readonly, (int)m->propagation};
     }
+    /* The pod's hostname, hosts and resolv.conf, where the config has no
+     * mount of its own there. */
+    const Runtime__V1__LinuxContainerSecurityContext *sc =
+        c->linux ? c->linux->security_context : NULL;
+    sl_pod_etc_mounts(in->pod_etc_dir, sc && sc->readonly_rootfs, mounts, &nm, etc_srcs);
     oi.mounts = mounts;
     oi.nmounts = nm;
     spec = build_with_pod(in, &oi, e);
 out:
+    for (size_t i = 0; i < SL_POD_ETC_FILES; i++)
+        free(etc_srcs[i]);
     for (size_t i = 0; owned && i < c->n_envs; i++)
         free(owned[i]);
     free(owned);

@@ -20,6 +20,7 @@ typedef struct sl_ctr_spec_in {
     json_t **user;            /* if not NULL, gets {uid, gid, supplemental_groups} */
     const json_t *resources;  /* OCI linux.resources members (ctr_resources.h) */
     const int *oom_score_adj; /* process.oomScoreAdj, NULL = none */
+    const char *pod_etc_dir;  /* the pod's /etc files (pod/etc_files.h), or NULL */
 } sl_ctr_spec_in;
 
 /* Returns the config.json text (malloc'd) or NULL with *e (code

@@ -14,6 +14,7 @@
 #include "cri/ctr_resources.h"
 #include "cri/ctr_spec.h"
 #include "cri/pod_cgroup.h"
+#include "cri/pod_config.h"
 #include "fsutil.h"
 #include "state/state.h"
 
@@ -146,20 +147,23 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     }
     if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
         return NULL;
+    SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
+    SL_AUTOFREE char *etc_dir = run_dir ? sl_path_join(run_dir, SL_POD_ETC_DIR) : NULL;
+    /* The pod's UTS namespace has its hostname already (the node's when the
+     * config has none); host-network pods have none of their own. */
     bool uts = !sl_rec_bool(p->rec, "host_network");
     json_t *user = NULL;
-    sl_ctr_spec_in in = {
-        .config = c,
-        .image = &img->config,
-        .rootfs = rootfs,
-        .ns_dir = sl_rec_str(p->rec, "ns_dir"),
-        .hostname =
-            uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
-        .cgroups_path = cg,
-        .pod = p->config,
-        .user = &user,
-        .resources = res->oci,
-        .oom_score_adj = &res->oom_score_adj};
+    sl_ctr_spec_in in = {.config = c,
+                         .image = &img->config,
+                         .rootfs = rootfs,
+                         .ns_dir = sl_rec_str(p->rec, "ns_dir"),
+                         .hostname = uts && *p->config->hostname ? p->config->hostname : NULL,
+                         .cgroups_path = cg,
+                         .pod_etc_dir = etc_dir,
+                         .pod = p->config,
+                         .user = &user,
+                         .resources = res->oci,
+                         .oom_score_adj = &res->oom_score_adj};
     SL_AUTOFREE char *spec = sl_ctr_spec(&in, e);
     if (!spec || sl_write_file_atomic(cfg_path, spec, strlen(spec), 0644, e) < 0)
         goto fail;
@@ -201,7 +205,8 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
         return;
     }
     sl_error e = {0};
-    if (sl_cri_check_fields(&c->base, "config", &e) < 0) {
+    if (sl_cri_check_fields(&c->base, "config", &e) < 0 ||
+        sl_cri_log_path_check(c->log_path, &e) < 0) {
         sl_grpc_call_fail_error(call, &e);
         return;
     }

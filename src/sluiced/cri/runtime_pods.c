@@ -9,9 +9,11 @@
 #include "cri/cri_util.h"
 #include "cri/ctr_security.h"
 #include "cri/pod_cgroup.h"
+#include "cri/pod_config.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
+#include "pod/etc_files.h"
 #include "pod/netns.h"
 
 static bool host_network(const Runtime__V1__PodSandboxConfig *c)
@@ -28,17 +30,44 @@ static bool host_ipc(const Runtime__V1__PodSandboxConfig *c)
            l->security_context->namespace_options->ipc == RUNTIME__V1__NAMESPACE_MODE__NODE;
 }
 
+/* The pod's CNI options; the host ports in o->portmaps are malloc'd
+ * (free them). ADD and DEL get the same ones, as portmap needs. */
 static void cni_opts(sl_rt *rt, const char *id, const char *netns,
                      const Runtime__V1__PodSandboxConfig *c, sl_cni_opts *o)
 {
     const Runtime__V1__PodSandboxMetadata *md = c->metadata;
+    sl_cni_portmap *maps;
+    size_t n = sl_pod_config_portmaps(c, &maps);
     *o = (sl_cni_opts){.conf_dir = rt->cfg->cni_conf_dir,
                        .bin_dir = rt->cfg->cni_bin_dir,
                        .container_id = id,
                        .netns = netns,
                        .pod_namespace = md->namespace_,
                        .pod_name = md->name,
-                       .pod_uid = md->uid};
+                       .pod_uid = md->uid,
+                       .portmaps = maps,
+                       .n_portmaps = n};
+}
+
+/* A host port needs a plugin that takes portMappings: refused up front
+ * rather than accepted and left unmapped (containerd ignores it then). */
+static int check_host_ports(sl_rt *rt, const Runtime__V1__PodSandboxConfig *c, sl_error *e)
+{
+    int i = sl_pod_config_first_host_port(c);
+    if (i < 0 || host_network(c))
+        return 0;
+    SL_AUTOFREE char *path = NULL;
+    int has = sl_cni_has_capability(rt->cfg->cni_conf_dir, SL_CNI_CAP_PORTMAP, &path, e);
+    if (has < 0) {
+        e->code = SL_GRPC_FAILED_PRECONDITION;
+        return sl_error_wrap(e, "port_mappings[%d].host_port: no CNI network to map it in", i);
+    }
+    if (!has)
+        return sl_error_code(e, SL_GRPC_UNIMPLEMENTED,
+                             "port_mappings[%d].host_port: %d needs a CNI plugin with the "
+                             "portMappings capability (such as portmap), and %s has none",
+                             i, c->port_mappings[i]->host_port, path ? path : "the network");
+    return 0;
 }
 
 /* Undoes what a failed RunPodSandbox did so far. */
@@ -55,9 +84,24 @@ static void unwind(sl_rt *rt, const char *id, const char *run_dir, const char *n
         sl_cni_opts o;
         cni_opts(rt, id, netns, c, &o);
         sl_cni_del(&o, cni_result, &e);
+        free((void *)o.portmaps);
     }
     sl_pod_ns_remove(ns_dir, &e);
     sl_rm_rf(run_dir, &e);
+}
+
+/* rec gets "ip" (the first address) and "additional_ips" (the rest). */
+static void record_ips(json_t *rec, const char *result)
+{
+    char *ips[SL_CNI_MAX_IPS];
+    size_t n = sl_cni_result_ips(result, ips, SL_CNI_MAX_IPS);
+    json_t *more = json_array();
+    for (size_t i = 1; i < n; i++)
+        json_array_append_new(more, json_string(ips[i]));
+    json_object_set_new(rec, "ip", json_string(n ? ips[0] : ""));
+    json_object_set_new(rec, "additional_ips", more);
+    for (size_t i = 0; i < n; i++)
+        free(ips[i]);
 }
 
 static int setup_network(sl_rt *rt, const char *id, const char *ns_dir,
@@ -68,15 +112,48 @@ static int setup_network(sl_rt *rt, const char *id, const char *ns_dir,
     SL_AUTOFREE char *netns = sl_pod_ns_path(ns_dir, "net");
     sl_cni_opts o;
     cni_opts(rt, id, netns, c, &o);
+    if (sl_pod_config_first_host_port(c) >= 0 && !o.portmaps)
+        return sl_error_set(e, ENOMEM, "port mappings");
     char *ip = NULL, *result = NULL;
-    if (sl_cni_add(&o, &ip, &result, e) < 0) {
+    int rc = sl_cni_add(&o, &ip, &result, e);
+    free((void *)o.portmaps);
+    if (rc < 0) {
         e->code = SL_GRPC_UNKNOWN;
         return sl_error_wrap(e, "failed to set up the pod network");
     }
-    json_object_set_new(rec, "ip", json_string(ip ? ip : ""));
     json_object_set_new(rec, "cni_result", json_string(result));
+    record_ips(rec, result);
     free(ip);
     free(result);
+    return 0;
+}
+
+/* /etc/hostname, /etc/hosts and /etc/resolv.conf for every container. */
+static int write_pod_files(const char *run_dir, const Runtime__V1__PodSandboxConfig *c,
+                           const json_t *rec, sl_error *e)
+{
+    SL_AUTOFREE char *dir = sl_path_join(run_dir, SL_POD_ETC_DIR);
+    sl_pod_dns dns;
+    sl_pod_etc in = {.dir = dir,
+                     .hostname = c->hostname,
+                     .ip = sl_rec_str(rec, "ip"),
+                     .host_network = host_network(c),
+                     .dns = sl_pod_config_dns(c, &dns),
+                     .host_etc = "/etc"};
+    return dir ? sl_pod_etc_write(&in, e) : sl_error_set(e, ENOMEM, "pod files");
+}
+
+/* Namespaces (hostname and sysctls inside), network, /etc files. */
+static int create_pod(sl_rt *rt, const char *id, const char *run_dir, const sl_pod_ns_opts *ns,
+                      const Runtime__V1__PodSandboxConfig *c, json_t *rec, sl_error *e)
+{
+    sl_pod_sysctl sysctls[SL_POD_MAX_SYSCTLS];
+    sl_pod_ns_opts o = *ns;
+    o.sysctls = sysctls;
+    o.n_sysctls = sl_pod_config_sysctls(c, sysctls);
+    if (sl_mkdir_p(run_dir, 0700, e) < 0 || sl_pod_ns_create(&o, e) < 0 ||
+        setup_network(rt, id, ns->dir, c, rec, e) < 0 || write_pod_files(run_dir, c, rec, e) < 0)
+        return -1;
     return 0;
 }
 
@@ -101,20 +178,21 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
                           req->runtime_handler);
         return;
     }
-    sl_error sec_err = {0};
-    if (sl_pod_security_check(c, &sec_err) < 0) {
-        sl_grpc_call_fail_error(call, &sec_err);
+    sl_error e = {0};
+    if (sl_pod_security_check(c, &e) < 0 ||
+        sl_pod_config_check(c, host_network(c), host_ipc(c), &e) < 0 ||
+        check_host_ports(rt, c, &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
         return;
     }
     char id[SL_ID_HEX + 1];
     sl_model_new_id(id);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, id);
     SL_AUTOFREE char *ns_dir = run_dir ? sl_path_join(run_dir, "ns") : NULL;
-    sl_error e = {0};
     sl_pod_ns_opts ns = {.dir = ns_dir,
                          .host_network = host_network(c),
                          .host_ipc = host_ipc(c),
-                         .hostname = *c->hostname ? c->hostname : c->metadata->name};
+                         .hostname = c->hostname}; /* "": the node's */
     json_t *rec = json_pack("{s:s, s:I, s:b, s:s, s:s, s:b, s:b}", "id", id, "created_at",
                             (json_int_t)sl_now_ns(), "ready", true, "runtime_handler",
                             req->runtime_handler, "ns_dir", ns_dir ? ns_dir : "", "host_network",
@@ -125,8 +203,7 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
         return;
     }
     pid_t mon_pid = 0;
-    if (!run_dir || !ns_dir || !rec || sl_mkdir_p(run_dir, 0700, &e) < 0 ||
-        sl_pod_ns_create(&ns, &e) < 0 || setup_network(rt, id, ns_dir, c, rec, &e) < 0 ||
+    if (!run_dir || !ns_dir || !rec || create_pod(rt, id, run_dir, &ns, c, rec, &e) < 0 ||
         sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path,
                       &mon_pid, &e) < 0) {
         unwind(rt, id, run_dir, ns_dir, c, json_string_value(json_object_get(rec, "cni_result")));
@@ -170,6 +247,7 @@ static void release_network(sl_rt *rt, sl_pod *p)
     sl_error e;
     if (sl_cni_del(&o, result, &e) < 0)
         fprintf(stderr, "sluiced: pod %s: %s\n", p->id, e.msg);
+    free((void *)o.portmaps);
     json_object_set_new(p->rec, "cni_result", json_string(""));
 }
 

@@ -3,11 +3,30 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "pod/cni.h"
 
 static Runtime__V1__PodSandboxState pod_state(const sl_pod *p)
 {
     return p->ready ? RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY
                     : RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_NOTREADY;
+}
+
+/* The pod's addresses after the first (e.g. its IPv6 one), as CNI gave
+ * them; the strings stay the record's. */
+static size_t additional_ips(const sl_pod *p, Runtime__V1__PodIP *ips, Runtime__V1__PodIP **ptrs)
+{
+    const json_t *all = json_object_get(p->rec, "additional_ips");
+    size_t n = 0;
+    for (size_t i = 0; i < json_array_size(all) && n < SL_CNI_MAX_IPS; i++) {
+        const char *ip = json_string_value(json_array_get(all, i));
+        if (!ip)
+            continue;
+        runtime__v1__pod_ip__init(&ips[n]);
+        ips[n].ip = (char *)ip;
+        ptrs[n] = &ips[n];
+        n++;
+    }
+    return n;
 }
 
 void sl_cri_pod_status(sl_grpc_call *call, void *arg)
@@ -22,6 +41,9 @@ void sl_cri_pod_status(sl_grpc_call *call, void *arg)
     }
     Runtime__V1__PodSandboxNetworkStatus net = RUNTIME__V1__POD_SANDBOX_NETWORK_STATUS__INIT;
     net.ip = (char *)sl_rec_str(p->rec, "ip");
+    Runtime__V1__PodIP more[SL_CNI_MAX_IPS], *more_ptrs[SL_CNI_MAX_IPS];
+    net.additional_ips = more_ptrs;
+    net.n_additional_ips = additional_ips(p, more, more_ptrs);
     Runtime__V1__NamespaceOption nso = RUNTIME__V1__NAMESPACE_OPTION__INIT;
     nso.network = sl_rec_bool(p->rec, "host_network") ? RUNTIME__V1__NAMESPACE_MODE__NODE
                                                       : RUNTIME__V1__NAMESPACE_MODE__POD;

@@ -45,10 +45,13 @@ static char *first_conf(const char *dir)
     return path;
 }
 
-/* Loads the list; a single .conf becomes a list of one plugin. */
-static json_t *load_list(const char *conf_dir, sl_error *e)
+/* Loads the list; a single .conf becomes a list of one plugin. The file's
+ * path goes to *path_out when given. */
+static json_t *load_list_at(const char *conf_dir, char **path_out, sl_error *e)
 {
     SL_AUTOFREE char *path = first_conf(conf_dir);
+    if (path_out)
+        *path_out = path ? strdup(path) : NULL;
     if (!path) {
         sl_error_set(e, 0, "no network configuration in %s", conf_dir);
         return NULL;
@@ -67,6 +70,92 @@ static json_t *load_list(const char *conf_dir, sl_error *e)
     if (!list)
         sl_error_set(e, 0, "%s: not a CNI network configuration", path);
     return list;
+}
+
+static json_t *load_list(const char *conf_dir, sl_error *e)
+{
+    return load_list_at(conf_dir, NULL, e);
+}
+
+int sl_cni_has_capability(const char *conf_dir, const char *cap, char **path, sl_error *e)
+{
+    json_t *list = load_list_at(conf_dir, path, e);
+    if (!list)
+        return -1;
+    size_t i;
+    json_t *plugin;
+    int found = 0;
+    json_array_foreach(json_object_get(list, "plugins"), i, plugin)
+    {
+        if (json_is_true(json_object_get(json_object_get(plugin, "capabilities"), cap)))
+            found = 1;
+    }
+    json_decref(list);
+    return found;
+}
+
+json_t *sl_cni_capability_args(const sl_cni_opts *o)
+{
+    json_t *caps = json_object();
+    json_t *maps = json_array();
+    for (size_t i = 0; caps && maps && i < o->n_portmaps; i++) {
+        const sl_cni_portmap *m = &o->portmaps[i];
+        json_t *one = json_pack("{s:i, s:i, s:s}", "hostPort", m->host_port, "containerPort",
+                                m->container_port, "protocol", m->protocol);
+        if (one && m->host_ip && *m->host_ip)
+            json_object_set_new(one, "hostIP", json_string(m->host_ip));
+        if (!one || json_array_append_new(maps, one) < 0) {
+            json_decref(maps);
+            maps = NULL;
+        }
+    }
+    if (!caps || !maps) {
+        json_decref(caps);
+        json_decref(maps);
+        return NULL;
+    }
+    if (json_array_size(maps))
+        json_object_set_new(caps, SL_CNI_CAP_PORTMAP, maps);
+    else
+        json_decref(maps);
+    return caps;
+}
+
+/* runtimeConfig: the capability args the plugin declares, and only those
+ * (CNI CONVENTIONS.md); a plugin that declares none gets none. */
+static void add_runtime_config(json_t *plugin, const json_t *caps)
+{
+    json_t *declared = json_object_get(plugin, "capabilities");
+    json_t *rc = json_object();
+    const char *key;
+    json_t *val;
+    json_object_foreach((json_t *)caps, key, val)
+    {
+        if (json_is_true(json_object_get(declared, key)))
+            json_object_set(rc, key, val);
+    }
+    if (json_object_size(rc))
+        json_object_set_new(plugin, "runtimeConfig", rc);
+    else
+        json_decref(rc);
+}
+
+json_t *sl_cni_plugin_conf(const json_t *list, size_t i, const json_t *caps, json_t *prev,
+                           sl_error *e)
+{
+    json_t *plugin = json_deep_copy(json_array_get(json_object_get(list, "plugins"), i));
+    if (!plugin || !json_string_value(json_object_get(plugin, "type"))) {
+        json_decref(plugin);
+        sl_error_set(e, 0, "CNI plugin %zu has no type", i);
+        return NULL;
+    }
+    json_object_set(plugin, "name", json_object_get(list, "name"));
+    json_object_set(plugin, "cniVersion", json_object_get(list, "cniVersion"));
+    if (prev)
+        json_object_set(plugin, "prevResult", prev);
+    if (caps)
+        add_runtime_config(plugin, caps);
+    return plugin;
 }
 
 json_t *sl_cni_config(const char *conf_dir, char **path, sl_error *e)
@@ -216,19 +305,13 @@ static void plugin_error(sl_error *e, const char *command, const char *type, con
     json_decref(j);
 }
 
-static int invoke(const sl_cni_opts *o, json_t *list, size_t i, const char *command, json_t *prev,
-                  json_t **result, sl_error *e)
+static int invoke(const sl_cni_opts *o, json_t *list, size_t i, const char *command,
+                  const json_t *caps, json_t *prev, json_t **result, sl_error *e)
 {
-    json_t *plugin = json_deep_copy(json_array_get(json_object_get(list, "plugins"), i));
+    json_t *plugin = sl_cni_plugin_conf(list, i, caps, prev, e);
+    if (!plugin)
+        return -1;
     const char *type = json_string_value(json_object_get(plugin, "type"));
-    if (!plugin || !type) {
-        json_decref(plugin);
-        return sl_error_set(e, 0, "CNI plugin %zu has no type", i);
-    }
-    json_object_set(plugin, "name", json_object_get(list, "name"));
-    json_object_set(plugin, "cniVersion", json_object_get(list, "cniVersion"));
-    if (prev)
-        json_object_set(plugin, "prevResult", prev);
     SL_AUTOFREE char *conf = json_dumps(plugin, JSON_COMPACT);
     int status = -1;
     SL_AUTOFREE char *out = conf ? run_plugin(o, command, type, conf, &status, e) : NULL;
@@ -243,14 +326,37 @@ static int invoke(const sl_cni_opts *o, json_t *list, size_t i, const char *comm
     return rc;
 }
 
-static char *first_ip(json_t *res)
+/* The addresses of the pod's interface in a result object. */
+static size_t result_ips(json_t *res, char **ips, size_t max)
 {
-    const char *addr = json_string_value(
-        json_object_get(json_array_get(json_object_get(res, "ips"), 0), "address"));
-    if (!addr)
-        return NULL;
-    const char *slash = strchr(addr, '/');
-    return strndup(addr, slash ? (size_t)(slash - addr) : strlen(addr));
+    json_t *ifs = json_object_get(res, "interfaces");
+    size_t n = 0, i;
+    json_t *ip;
+    json_array_foreach(json_object_get(res, "ips"), i, ip)
+    {
+        const char *addr = json_string_value(json_object_get(ip, "address"));
+        json_t *idx = json_object_get(ip, "interface");
+        const char *ifname =
+            json_is_integer(idx)
+                ? json_string_value(
+                      json_object_get(json_array_get(ifs, (size_t)json_integer_value(idx)), "name"))
+                : NULL;
+        if (!addr || n == max || (ifname && strcmp(ifname, SL_CNI_IFNAME)))
+            continue;
+        const char *slash = strchr(addr, '/');
+        ips[n] = strndup(addr, slash ? (size_t)(slash - addr) : strlen(addr));
+        if (ips[n])
+            n++;
+    }
+    return n;
+}
+
+size_t sl_cni_result_ips(const char *result, char **ips, size_t max)
+{
+    json_t *res = result ? json_loads(result, 0, NULL) : NULL;
+    size_t n = res ? result_ips(res, ips, max) : 0;
+    json_decref(res);
+    return n;
 }
 
 int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e)
@@ -259,14 +365,20 @@ int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e)
     json_t *list = load_list(o->conf_dir, e);
     if (!list)
         return -1;
+    json_t *caps = sl_cni_capability_args(o);
+    if (!caps) {
+        json_decref(list);
+        return sl_error_set(e, ENOMEM, "CNI capability args");
+    }
     json_t *prev = NULL;
     size_t n = json_array_size(json_object_get(list, "plugins"));
     for (size_t i = 0; i < n; i++) {
         json_t *res = NULL;
-        if (invoke(o, list, i, "ADD", prev, &res, e) < 0) {
+        if (invoke(o, list, i, "ADD", caps, prev, &res, e) < 0) {
             SL_AUTOFREE char *undo = prev ? json_dumps(prev, JSON_COMPACT) : NULL;
             json_decref(prev);
             json_decref(list);
+            json_decref(caps);
             sl_error ignored;
             sl_cni_del(o, undo, &ignored);
             return -1;
@@ -276,10 +388,13 @@ int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e)
             prev = res;
         }
     }
-    *ip = prev ? first_ip(prev) : NULL;
+    *ip = NULL;
+    if (prev)
+        result_ips(prev, ip, 1);
     *result = prev ? json_dumps(prev, JSON_COMPACT) : strdup("{}");
     json_decref(prev);
     json_decref(list);
+    json_decref(caps);
     return 0;
 }
 
@@ -289,15 +404,17 @@ int sl_cni_del(const sl_cni_opts *o, const char *result, sl_error *e)
     if (!list)
         return -1;
     json_t *prev = result ? json_loads(result, 0, NULL) : NULL;
+    json_t *caps = sl_cni_capability_args(o);
     size_t n = json_array_size(json_object_get(list, "plugins"));
     int rc = 0;
     sl_error one;
     for (size_t i = n; i-- > 0;)
-        if (invoke(o, list, i, "DEL", prev, NULL, &one) < 0 && rc == 0) {
+        if (invoke(o, list, i, "DEL", caps, prev, NULL, &one) < 0 && rc == 0) {
             rc = -1;
             if (e)
                 *e = one;
         }
+    json_decref(caps);
     json_decref(prev);
     json_decref(list);
     return rc;

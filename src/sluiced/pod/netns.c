@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "grpc/grpc_status.h"
+#include "pod/sysctl.h"
 
 static const char *const kinds[] = {"net", "ipc", "uts"};
 
@@ -47,20 +49,53 @@ static int loopback_up(void)
     return rc;
 }
 
-/* The child: unshare, tell the parent, wait until it has pinned the
- * namespaces, exit. Exit codes name the failing step for the parent. */
-static void child(int flags, const char *hostname, int ready_w, int done_r)
+/* What the child tells the parent: step 0 when the namespaces are ready,
+ * else the step that failed, its errno and, for a sysctl, which one. */
+enum { STEP_READY = 0, STEP_UNSHARE, STEP_HOSTNAME, STEP_LOOPBACK, STEP_SYSCTL };
+
+typedef struct child_report {
+    int step;
+    int err;
+    size_t index;
+} child_report;
+
+/* Writes one value to a /proc/sys file of the child's own namespaces:
+ * /proc/sys resolves net.* and the IPC sysctls against the writer's. */
+static int write_sysctl(const char *path, const char *value)
 {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t len = strlen(value);
+    ssize_t w = write(fd, value, len);
+    int err = w < 0 ? errno : EIO; /* the kernel takes a value whole or fails */
+    close(fd);
+    errno = err;
+    return w == (ssize_t)len ? 0 : -1;
+}
+
+/* The child (async-signal-safe calls only: it was forked from a threaded
+ * process): unshare, set up, report, wait until the parent has pinned the
+ * namespaces, exit. */
+static void child(int flags, const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH_MAX],
+                  int ready_w, int done_r)
+{
+    child_report r = {STEP_READY, 0, 0};
     if (unshare(flags) < 0)
-        _exit(10);
-    if ((flags & CLONE_NEWUTS) && hostname && *hostname &&
-        sethostname(hostname, strlen(hostname)) < 0)
-        _exit(11);
-    if ((flags & CLONE_NEWNET) && loopback_up() < 0)
-        _exit(12);
-    char c = 1;
-    if (write(ready_w, &c, 1) != 1)
-        _exit(13);
+        r.step = STEP_UNSHARE;
+    else if ((flags & CLONE_NEWUTS) && o->hostname && *o->hostname &&
+             sethostname(o->hostname, strlen(o->hostname)) < 0)
+        r.step = STEP_HOSTNAME;
+    else if ((flags & CLONE_NEWNET) && loopback_up() < 0)
+        r.step = STEP_LOOPBACK;
+    for (size_t i = 0; r.step == STEP_READY && i < o->n_sysctls; i++)
+        if (write_sysctl(paths[i], o->sysctls[i].value) < 0)
+            r = (child_report){STEP_SYSCTL, 0, i};
+    if (r.step != STEP_READY)
+        r.err = errno;
+    if (write(ready_w, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.step != STEP_READY)
+        _exit(1);
+    char c;
     (void)!read(done_r, &c, 1);
     _exit(0);
 }
@@ -79,28 +114,66 @@ static int pin(const char *dir, const char *kind, pid_t pid, sl_error *e)
     return 0;
 }
 
-static const char *step_text(int code)
+/* A sysctl the kernel refused is the request's fault: INVALID_ARGUMENT. */
+static int sysctl_error(const sl_pod_sysctl *s, const char *path, int err, sl_error *e)
 {
-    switch (code) {
-    case 10:
-        return "unshare the namespaces";
-    case 11:
-        return "set the hostname";
-    case 12:
-        return "bring loopback up";
-    default:
-        return "prepare the namespaces";
-    }
+    if (err == ENOENT)
+        return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                             "linux.sysctls[\"%s\"]: no such sysctl in the pod's namespaces (%s)",
+                             s->name, path);
+    return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                         "linux.sysctls[\"%s\"]: the kernel refused the value \"%s\" (%s): %s",
+                         s->name, s->value, path, strerror(err));
 }
 
-int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e)
+static int report_error(const sl_pod_ns_opts *o, const child_report *r,
+                        char (*paths)[SL_SYSCTL_PATH_MAX], sl_error *e)
 {
-    int flags =
-        (o->host_network ? 0 : CLONE_NEWNET | CLONE_NEWUTS) | (o->host_ipc ? 0 : CLONE_NEWIPC);
-    if (flags == 0)
-        return 0;
-    if (sl_mkdir_p(o->dir, 0755, e) < 0)
-        return -1;
+    switch (r->step) {
+    case STEP_UNSHARE:
+        return sl_error_set(e, r->err, "cannot unshare the pod's namespaces");
+    case STEP_HOSTNAME:
+        return sl_error_set(e, r->err, "cannot set the hostname \"%s\"", o->hostname);
+    case STEP_LOOPBACK:
+        return sl_error_set(e, r->err, "cannot bring loopback up");
+    case STEP_SYSCTL:
+        if (r->index < o->n_sysctls)
+            return sysctl_error(&o->sysctls[r->index], paths[r->index], r->err, e);
+        break;
+    }
+    return sl_error_set(e, 0, "cannot prepare the pod's namespaces");
+}
+
+/* "/proc/sys/<path>" of every sysctl, computed before the fork. */
+static char (*sysctl_paths(const sl_pod_ns_opts *o, sl_error *e))[SL_SYSCTL_PATH_MAX]
+{
+    char(*paths)[SL_SYSCTL_PATH_MAX] = calloc(o->n_sysctls + 1, sizeof(*paths));
+    if (!paths) {
+        sl_error_set(e, ENOMEM, "sysctls");
+        return NULL;
+    }
+    for (size_t i = 0; i < o->n_sysctls; i++) {
+        char rel[SL_SYSCTL_NAME_MAX + 1];
+        if (sl_sysctl_path(o->sysctls[i].name, rel, sizeof(rel)) < 0) {
+            sl_error_code(e, SL_GRPC_INVALID_ARGUMENT, "linux.sysctls[\"%s\"]: not a sysctl name",
+                          o->sysctls[i].name);
+            free(paths);
+            return NULL;
+        }
+        snprintf(paths[i], sizeof(paths[i]), "/proc/sys/%s", rel);
+    }
+    return paths;
+}
+
+static int ns_flags(const sl_pod_ns_opts *o)
+{
+    return (o->host_network ? 0 : CLONE_NEWNET | CLONE_NEWUTS) | (o->host_ipc ? 0 : CLONE_NEWIPC);
+}
+
+/* Forks the child, waits for its report, pins what it made. */
+static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH_MAX], sl_error *e)
+{
+    int flags = ns_flags(o);
     int ready[2], done[2];
     if (pipe2(ready, O_CLOEXEC) < 0)
         return sl_error_set(e, errno, "pipe");
@@ -115,31 +188,46 @@ int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e)
          * sees EOF on it. */
         close(ready[0]);
         close(done[1]);
-        child(flags, o->hostname, ready[1], done[0]);
+        child(flags, o, paths, ready[1], done[0]);
     }
     close(ready[1]);
     close(done[0]);
     int rc = 0;
-    char c;
+    child_report r;
     if (pid < 0)
         rc = sl_error_set(e, errno, "fork");
-    else if (read(ready[0], &c, 1) != 1)
-        rc = -1; /* the child failed: its exit code says where */
+    else if (read(ready[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
+        rc = sl_error_set(e, 0, "cannot prepare the pod's namespaces (the helper process died)");
+    else if (r.step != STEP_READY)
+        rc = report_error(o, &r, paths, e);
     for (size_t i = 0; rc == 0 && i < 3; i++)
         if ((flags & (i == 0 ? CLONE_NEWNET : i == 1 ? CLONE_NEWIPC : CLONE_NEWUTS)))
             rc = pin(o->dir, kinds[i], pid, e);
     close(done[1]);
     close(ready[0]);
-    int status = 0;
     if (pid > 0)
-        waitpid(pid, &status, 0);
-    if (rc == 0)
-        return 0;
-    if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) >= 10)
-        sl_error_set(e, 0, "cannot %s", step_text(WEXITSTATUS(status)));
-    sl_error tmp;
-    sl_pod_ns_remove(o->dir, &tmp);
-    return -1;
+        waitpid(pid, NULL, 0);
+    return rc;
+}
+
+int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e)
+{
+    if (ns_flags(o) == 0)
+        return o->n_sysctls ? sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                                            "linux.sysctls: the pod has no namespace of its own")
+                            : 0;
+    if (sl_mkdir_p(o->dir, 0755, e) < 0)
+        return -1;
+    char(*paths)[SL_SYSCTL_PATH_MAX] = sysctl_paths(o, e);
+    if (!paths)
+        return -1;
+    int rc = create_in_child(o, paths, e);
+    free(paths);
+    if (rc < 0) {
+        sl_error tmp;
+        sl_pod_ns_remove(o->dir, &tmp);
+    }
+    return rc;
 }
 
 int sl_pod_ns_remove(const char *dir, sl_error *e)

@@ -6,18 +6,32 @@
 #define SL_POD_NETNS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
 #include "sys_error.h"
 
+typedef struct sl_pod_sysctl {
+    const char *name; /* either form of pod/sysctl.h, already checked */
+    const char *value;
+} sl_pod_sysctl;
+
 typedef struct sl_pod_ns_opts {
-    const char *dir;      /* where the files go: <dir>/net, <dir>/ipc, <dir>/uts */
-    bool host_network;    /* use the host's network (and UTS) namespace */
-    bool host_ipc;        /* use the host's IPC namespace */
-    const char *hostname; /* set in the new UTS namespace (ignored with host network) */
+    const char *dir;   /* where the files go: <dir>/net, <dir>/ipc, <dir>/uts */
+    bool host_network; /* use the host's network (and UTS) namespace */
+    bool host_ipc;     /* use the host's IPC namespace */
+    /* Set in the new UTS namespace (ignored with host network); NULL or ""
+     * keeps the node's hostname, which the new namespace starts with. */
+    const char *hostname;
+    const sl_pod_sysctl *sysctls; /* written, in order, inside the new namespaces */
+    size_t n_sysctls;
 } sl_pod_ns_opts;
 
 /* Creates and pins the requested namespaces; loopback is brought up in a
- * new network namespace. Returns 0 or -1 (*e). On failure nothing stays
- * mounted. */
+ * new network namespace and the sysctls are written from inside them, so
+ * every container that joins sees them. Returns 0 or -1 (*e; code
+ * INVALID_ARGUMENT naming `linux.sysctls["name"]` when the kernel has no
+ * such sysctl in those namespaces or refuses the value). On failure
+ * nothing stays mounted. */
 int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e);
 
 /* Unmounts and removes every pinned namespace file under dir. Missing ones

@@ -42,7 +42,7 @@ export const SANITIZER_MARKS = [
   'ERROR: UndefinedBehaviorSanitizer',
 ];
 const BUSYBOX = '/bin/busybox';
-const CNI_PLUGINS = ['bridge', 'host-local', 'loopback'];
+const CNI_PLUGINS = ['bridge', 'host-local', 'portmap', 'loopback'];
 const IP_FORWARD = '/proc/sys/net/ipv4/ip_forward';
 
 function readIpForward() {
