@@ -28,6 +28,11 @@
 #define SL_MON_UNCLAIMED 64            /* exits of not-yet-known container pids kept */
 #define SL_MON_BUNDLE_CONFIG_MAX (4u * 1024 * 1024) /* bytes of a bundle's config.json */
 #define SL_MON_KILL_RETRY_MS 100                    /* kill_exec before the pid file exists */
+/* An attach session whose client's stdin ended (and that leaves the
+ * container's stdin open) ends once the container took that client's last
+ * byte and its output was quiet this long, or this long at most: */
+#define SL_MON_ATTACH_LINGER_MS 300
+#define SL_MON_ATTACH_LINGER_MAX_MS 2000
 #define SL_MON_START_ERROR_CODE 128 /* exit code of a container that could not start */
 
 typedef struct mon mon;
@@ -74,6 +79,8 @@ typedef struct mon_io {
     size_t noise_len;
     sl_mon_log log;
     sl_mon_fanout fo;
+    uint64_t last_out_ms;    /* monotonic ms of the last output read */
+    sl_mtimer *linger_timer; /* detaching attach sessions (mon_attach.c) */
 } mon_io;
 
 struct mon_ctr {

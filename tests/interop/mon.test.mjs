@@ -210,6 +210,51 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       .status, 1, 'no runc state is left');
   });
 
+  test('attach without stdin_once: the end of a client\'s stdin ends its session after the ' +
+    'answer, never the container\'s stdin; the next client talks to the same shell', async () => {
+    await run('sh', ['sh', '-c', 'n=0; while read l; do n=$((n+1)); echo "got:$l $n"; done; echo eof'],
+      { stdin: true });
+    const one = mon.client([{ type: 'attach', container_id: 'sh', session: 's-sh1', stdin: true,
+      stdout: true }], { relay: true, waitEvent: 'attach_ended', match: 'session=s-sh1' });
+    await one.until((x) => x.replies().length === 2, 'attach reply');
+    one.write('one\n');
+    one.end(); // EOF right behind the line: the answer still comes
+    assert.equal((await one.done).code, 0);
+    assert.match(one.stdout().toString(), /^got:one 1\n$/);
+    assert.deepEqual(one.events('attach_ended'), [{ type: 'attach_ended', session: 's-sh1' }]);
+    const two = mon.client([{ type: 'attach', container_id: 'sh', session: 's-sh2', stdin: true,
+      stdout: true }], { relay: true, waitEvent: 'attach_ended', match: 'session=s-sh2' });
+    await two.until((x) => x.replies().length === 2, 'attach reply');
+    two.write('two\n');
+    two.end();
+    assert.equal((await two.done).code, 0);
+    assert.equal(two.stdout().toString(), 'got:two 2\n', 'the same shell read both lines');
+    assert.equal(mon.statusOf('sh').state, 'running');
+    await mon.call([{ type: 'remove', container_id: 'sh' }]);
+  });
+
+  test('tty container with stdin_once: a tty attach that ends leaves the shell running ' +
+    '(no ^D), a non-tty one closes its input', async () => {
+    await run('ttyonce', ['sh'], { tty: true, stdin: true, stdin_once: true });
+    const attach = async (session, tty, line) => {
+      const a = mon.client([{ type: 'attach', container_id: 'ttyonce', session, tty, stdin: true,
+        stdout: true }], { relay: true });
+      await a.until((x) => x.replies().length === 2, 'attach reply');
+      a.write(line);
+      a.end();
+      await a.done;
+      return a.stdout().toString();
+    };
+    assert.match(await attach('t1', true, 'echo one-$((40+2))\n'), /one-42/);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(mon.statusOf('ttyonce').state, 'running', 'the first client\'s end left it');
+    assert.match(await attach('t2', true, 'echo two-$((40+3))\n'), /two-43/);
+    assert.equal(mon.statusOf('ttyonce').state, 'running');
+    await attach('t3', false, '');
+    await exitedState('ttyonce'); // ^D: the shell's input ended
+    assert.equal(mon.statusOf('ttyonce').exit_code, 0);
+  });
+
   test('reopen_log after rotation: new records go to the new file', async () => {
     await run('rot', ['cat'], { stdin: true });
     const a = mon.client([{ type: 'attach', container_id: 'rot', session: 's-rot', stdin: true,
