@@ -3,7 +3,9 @@
  *
  * exec runs the request's argv on the host (the container id is ignored);
  * a tty exec gets a new PTY (openpty) as its controlling terminal. attach
- * runs, for each session, the argv registered for that container id.
+ * runs, for each session, the argv registered for that container id; as
+ * that process is the session's own, the end of the client's stdin ends
+ * its input (a closed pipe, or ^D on its terminal).
  * port-forward connects to 127.0.0.1:port, then [::1]:port. */
 #ifndef SLUICE_HOSTPROC_H
 #define SLUICE_HOSTPROC_H

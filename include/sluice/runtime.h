@@ -13,8 +13,26 @@
  *   4. the runtime calls sl_proc_exited(proc, code, NULL) when the process
  *      ends; the library sends the status after every output byte
  *   5. if the client vanishes first, ops->cancel(rt, proc) asks the runtime
- *      to end the process; it must still call sl_proc_exited later
+ *      to end the process (an exec) or the session (an attach: the container
+ *      goes on); it must still call sl_proc_exited later
  *   6. ops->release(rt, proc) is the last call: the handle is gone after it
+ *
+ * The end of the client's stdin (v5 CLOSE, SPDY FIN), once every byte the
+ * client sent was written to the process:
+ *   - exec: the library closes stdin_fd; with pty_fd it writes ^D (VEOF)
+ *     into the terminal instead, which the process owns alone.
+ *   - attach: the library closes stdin_fd (if the endpoints have one), never
+ *     writes into pty_fd, and calls ops->attach_stdin_eof. The container's
+ *     stdin and terminal outlive this client, so what the end means is the
+ *     runtime's call. The kubelet's runtimes (containerd, Docker): with the
+ *     container's stdin_once set and a non-tty attach, the container's stdin
+ *     is closed and the session lasts until the container's output ends;
+ *     otherwise the container's stdin stays open and the session ends: the
+ *     runtime closes the output endpoints after the bytes meant for this
+ *     client and calls sl_proc_exited(proc, 0, NULL). The library sends the
+ *     status after every byte it read from the endpoints.
+ * A client that vanishes without ending its stdin gets ops->cancel instead;
+ * for an attach, that too is the end of this client's stdin.
  */
 #ifndef SLUICE_RUNTIME_H
 #define SLUICE_RUNTIME_H
@@ -78,7 +96,8 @@ typedef struct sl_runtime_ops {
     /* Optional. When NULL and the endpoints have a pty_fd, the library sets
      * the size on the PTY itself (TIOCSWINSZ). */
     void (*resize)(void *rt, sl_proc *proc, sl_term_size size);
-    /* The client is gone or the session timed out: end the process. */
+    /* The client is gone or the session timed out: end the exec'd process,
+     * or the attach session (never the container). */
     void (*cancel)(void *rt, sl_proc *proc);
     /* Last call for proc; the runtime must drop every reference to it. */
     void (*release)(void *rt, sl_proc *proc);
@@ -87,6 +106,10 @@ typedef struct sl_runtime_ops {
     void (*portforward_connect)(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port);
     /* The forwarded connection is over before the runtime answered. */
     void (*portforward_cancel)(void *rt, sl_pfconn *conn);
+    /* Optional. An attach client's stdin ended (see above); called at most
+     * once per session, after sl_proc_started, with stdin_fd already closed.
+     * The runtime may end the session from here (sl_proc_exited). */
+    void (*attach_stdin_eof)(void *rt, sl_proc *proc);
 } sl_runtime_ops;
 
 typedef struct sl_runtime {

@@ -28,8 +28,15 @@ typedef struct hp_child {
     sl_proc *proc;
     pid_t pid;
     int pidfd;
+    int master; /* tty attach: our dup of the PTY master, else -1 */
     uv_poll_t poll;
 } hp_child;
+
+/* What a session asks of its process's stdio. */
+typedef struct hp_stdio_req {
+    bool tty, in, out, err;
+    bool attach;
+} hp_stdio_req;
 
 struct sl_hostproc {
     uv_loop_t *loop;
@@ -74,6 +81,8 @@ static void exit_cb(uv_poll_t *h, int status, int events)
     uv_poll_stop(h);
     uv_close((uv_handle_t *)h, child_closed_cb);
     close(ch->pidfd);
+    if (ch->master >= 0)
+        close(ch->master);
     ch->hp->running--;
     sl_proc_set_data(ch->proc, NULL);
     sl_proc_exited(ch->proc, code, NULL);
@@ -135,12 +144,12 @@ static int open_pipes(stdio_set *s, bool in, bool out, bool err)
     return 0;
 }
 
-static void start(sl_hostproc *hp, sl_proc *proc, char *const *argv, bool tty, bool in, bool out,
-                  bool err, const sl_term_size *size)
+static void start(sl_hostproc *hp, sl_proc *proc, char *const *argv, const hp_stdio_req *r,
+                  const sl_term_size *size)
 {
     stdio_set s = {{-1, -1, -1}, {-1, -1, -1, -1}};
     hp_child *ch = calloc(1, sizeof(*ch));
-    int rc = !ch ? -1 : tty ? open_tty(&s, size) : open_pipes(&s, in, out, err);
+    int rc = !ch ? -1 : r->tty ? open_tty(&s, size) : open_pipes(&s, r->in, r->out, r->err);
     if (rc < 0) {
         char msg[128];
         snprintf(msg, sizeof(msg), "cannot set up stdio: %s", strerror(errno));
@@ -151,7 +160,7 @@ static void start(sl_hostproc *hp, sl_proc *proc, char *const *argv, bool tty, b
     }
     pid_t pid = fork();
     if (pid == 0)
-        child_exec(argv, s.child[0], s.child[1], s.child[2], tty);
+        child_exec(argv, s.child[0], s.child[1], s.child[2], r->tty);
     stdio_close(&s, false);
     int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
     if (pidfd < 0 || uv_poll_init(hp->loop, &ch->poll, pidfd) < 0) {
@@ -170,6 +179,9 @@ static void start(sl_hostproc *hp, sl_proc *proc, char *const *argv, bool tty, b
     ch->proc = proc;
     ch->pid = pid;
     ch->pidfd = pidfd;
+    /* Each attach here runs its own process: the end of its client's input
+     * is the end of that process's terminal input (attach_stdin_eof). */
+    ch->master = r->tty && r->attach ? fcntl(s.parent[3], F_DUPFD_CLOEXEC, 3) : -1;
     ch->poll.data = ch;
     hp->running++;
     sl_proc_set_data(proc, ch);
@@ -180,7 +192,8 @@ static void start(sl_hostproc *hp, sl_proc *proc, char *const *argv, bool tty, b
 
 static void op_exec(void *rt, sl_proc *proc, const sl_exec_request *req, const sl_term_size *size)
 {
-    start(rt, proc, (char *const *)req->cmd, req->tty, req->in, req->out, req->err, size);
+    hp_stdio_req r = {req->tty, req->in, req->out, req->err, false};
+    start(rt, proc, (char *const *)req->cmd, &r, size);
 }
 
 static void op_attach(void *rt, sl_proc *proc, const sl_attach_request *req,
@@ -189,7 +202,8 @@ static void op_attach(void *rt, sl_proc *proc, const sl_attach_request *req,
     sl_hostproc *hp = rt;
     for (hp_container *c = hp->containers; c; c = c->next) {
         if (strcmp(c->id, req->container_id) == 0) {
-            start(hp, proc, c->argv, c->tty, req->in, req->out, req->err, size);
+            hp_stdio_req r = {c->tty, req->in, req->out, req->err, true};
+            start(hp, proc, c->argv, &r, size);
             return;
         }
     }
@@ -204,6 +218,15 @@ static void op_cancel(void *rt, sl_proc *proc)
      * there is no group, but then it has not exec'd or forked either. */
     if (ch && kill(-ch->pid, SIGKILL) < 0)
         kill(ch->pid, SIGKILL);
+}
+
+static void op_attach_stdin_eof(void *rt, sl_proc *proc)
+{
+    (void)rt;
+    hp_child *ch = sl_proc_data(proc);
+    static const uint8_t eot = 4; /* VEOF, as a terminal user ends input */
+    if (ch && ch->master >= 0)
+        (void)!write(ch->master, &eot, 1);
 }
 
 static void op_release(void *rt, sl_proc *proc)
@@ -232,6 +255,7 @@ static const sl_runtime_ops hostproc_ops = {
     .release = op_release,
     .portforward_connect = op_pf_connect,
     .portforward_cancel = NULL,
+    .attach_stdin_eof = op_attach_stdin_eof,
 };
 
 sl_hostproc *sl_hostproc_new(uv_loop_t *loop)

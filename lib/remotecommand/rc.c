@@ -202,10 +202,25 @@ static void pump_read(pump *pp)
     maybe_finish(rc);
 }
 
+/* An attach shares the container's stdin and terminal with the container
+ * and other clients: this client's end is the runtime's call (runtime.h). */
+static void attach_stdin_close(sl_rc *rc)
+{
+    pump *pp = rc->stdin_pump;
+    if (pp->out_ch < 0)
+        pump_close(pp); /* its own stdin fd: EOF for the runtime */
+    if (rc->rt->ops->attach_stdin_eof)
+        rc->rt->ops->attach_stdin_eof(rc->rt->data, rc->proc);
+}
+
 static void stdin_close_now(sl_rc *rc)
 {
     rc->stdin_closed = true;
     pump *pp = rc->stdin_pump;
+    if (rc->p.req->kind == SL_TOKEN_ATTACH) {
+        attach_stdin_close(rc);
+        return;
+    }
     if (rc->tty) {
         /* The master also carries output: signal EOF the way a terminal
          * user would (VEOF, ^D) instead of closing it. */

@@ -28,6 +28,12 @@
 #define SL_MON_UNCLAIMED 64            /* exits of not-yet-known container pids kept */
 #define SL_MON_BUNDLE_CONFIG_MAX (4u * 1024 * 1024) /* bytes of a bundle's config.json */
 #define SL_MON_KILL_RETRY_MS 100                    /* kill_exec before the pid file exists */
+/* An attach session whose client's stdin ended (and that leaves the
+ * container's stdin open) ends once the container took that client's last
+ * byte and its output was quiet this long, or this long at most: */
+#define SL_MON_ATTACH_LINGER_MS 300
+#define SL_MON_ATTACH_LINGER_MAX_MS 2000
+#define SL_MON_START_ERROR_CODE 128 /* exit code of a container that could not start */
 
 typedef struct mon mon;
 typedef struct mon_ctr mon_ctr;
@@ -73,6 +79,8 @@ typedef struct mon_io {
     size_t noise_len;
     sl_mon_log log;
     sl_mon_fanout fo;
+    uint64_t last_out_ms;    /* monotonic ms of the last output read */
+    sl_mtimer *linger_timer; /* detaching attach sessions (mon_attach.c) */
 } mon_io;
 
 struct mon_ctr {
@@ -87,6 +95,9 @@ struct mon_ctr {
     bool create_exited; /* runc create finished with create_status */
     int create_status;
     char *create_err;
+    char *start_err;    /* runc could not create it: StartContainer fails with this */
+    const char *reason; /* of the exit, for the kubelet ("" or "StartError") */
+    char *message;      /* of the exit, or NULL */
     int exit_code;
     int64_t created_at, started_at, finished_at, start_issued_at;
     mon_io io;
@@ -181,6 +192,10 @@ void mon_job_cancel(mon_job *j);
 bool mon_jobs_reaped(mon *m, pid_t pid, int status);
 /* Exit code of a waitpid status: the code, or 128 + signal. */
 int mon_exit_code(int status);
+/* The message of runc's log line in text (its last `msg="..."`, unquoted),
+ * else text itself with its spaces trimmed; at most outlen-1 bytes
+ * (outlen > 0). */
+void mon_runc_message(const char *text, char *out, size_t outlen);
 
 /* mon_console.c: console sockets (runc sends the PTY master here) */
 typedef void (*mon_console_cb)(mon *m, int master, void *data);

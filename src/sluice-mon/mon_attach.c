@@ -1,6 +1,12 @@
 /* Attach sessions: per session fresh pipes whose sluiced ends travel with
  * the reply. Output reaches them through the container's fan-out; their
- * stdin is read here and funnelled into the container's stdin. */
+ * stdin is read here and funnelled into the container's stdin.
+ *
+ * The end of a client's stdin (as containerd and Docker treat it): with the
+ * container's stdin_once and no terminal asked for, it closes the
+ * container's stdin and the session goes on until the output ends;
+ * otherwise the container's stdin stays open and the session ends, after a
+ * short linger so that the answer to the client's last line reaches it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -25,6 +31,14 @@ static void out_closing(sl_mon_attach *a, int s, void *ud)
     a->watch[s] = NULL;
 }
 
+/* Whether a's end of stdin closes the container's stdin: stdin_once, for
+ * an attach without a terminal (a terminal's input is never ended by a
+ * client that leaves). */
+static bool closes_stdin(const mon_ctr *c, const sl_mon_attach *a)
+{
+    return c->stdin_once && !a->tty;
+}
+
 static void ended(sl_mon_attach *a, const char *why, void *ud)
 {
     mon_ctr *c = ud;
@@ -35,11 +49,71 @@ static void ended(sl_mon_attach *a, const char *why, void *ud)
     mon_log(MON_INFO, "container %s: attach session %s ended: %s", c->id, a->session, why);
     mon_event(c->m, json_pack("{s:s, s:s, s:s}", "type", "attach_ended", "session", a->session,
                               "error", why));
-    if (a->had_stdin && a->in_fd >= 0)
+    if (a->had_stdin && a->in_fd >= 0 && closes_stdin(c, a))
         mon_io_stdin_session_done(c);
 }
 
 const sl_mon_fanout_ops mon_attach_ops = {want_write, out_closing, ended};
+
+/* ---- the end of a client's stdin ---- */
+
+/* Ends a detached session: its client learns from the event that it ended
+ * well, and gets EOF on its pipes after every byte queued for it. */
+static void finish(mon_ctr *c, sl_mon_attach *a)
+{
+    mon_log(MON_INFO, "container %s: attach session %s detached", c->id, a->session);
+    mon_event(c->m, json_pack("{s:s, s:s}", "type", "attach_ended", "session", a->session));
+    sl_mon_fanout_finish(&c->io.fo, a);
+}
+
+/* When a detaching session may end (monotonic ms): once the container took
+ * every stdin byte and its output was quiet for the linger time. */
+static uint64_t due_ms(const mon_ctr *c, const sl_mon_attach *a, uint64_t now)
+{
+    uint64_t last = a->detach_ms, cap = a->detach_ms + SL_MON_ATTACH_LINGER_MAX_MS;
+    if (c->io.last_out_ms > last)
+        last = c->io.last_out_ms;
+    bool taken = c->io.in_fd < 0 || sl_bufq_len(&c->io.in_q) == 0;
+    uint64_t due = (taken ? last : now) + SL_MON_ATTACH_LINGER_MS;
+    return due < cap ? due : cap;
+}
+
+static void linger_cb(void *data);
+
+static void linger_arm(mon_ctr *c, uint64_t delay)
+{
+    if (!c->io.linger_timer)
+        c->io.linger_timer = sl_mloop_timer(c->m->loop, delay, linger_cb, c);
+}
+
+static void linger_cb(void *data)
+{
+    mon_ctr *c = data;
+    c->io.linger_timer = NULL;
+    uint64_t now = sl_mono_ms(), next = UINT64_MAX;
+    for (sl_mon_attach *a = c->io.fo.head, *n; a; a = n) {
+        n = a->next; /* finish frees only a */
+        if (!a->detach_ms || a->finishing)
+            continue;
+        uint64_t due = due_ms(c, a, now);
+        if (due <= now)
+            finish(c, a);
+        else if (due < next)
+            next = due;
+    }
+    if (next != UINT64_MAX)
+        linger_arm(c, next - now);
+}
+
+static void detach(mon_ctr *c, sl_mon_attach *a)
+{
+    if (a->out_fd[0] < 0 && a->out_fd[1] < 0) {
+        finish(c, a); /* nothing to wait for */
+        return;
+    }
+    a->detach_ms = sl_mono_ms();
+    linger_arm(c, SL_MON_ATTACH_LINGER_MS);
+}
 
 static void stdin_eof(mon_ctr *c, sl_mon_attach *a)
 {
@@ -47,8 +121,12 @@ static void stdin_eof(mon_ctr *c, sl_mon_attach *a)
     a->watch[2] = NULL;
     close(a->in_fd);
     a->in_fd = -1;
-    mon_io_stdin_session_done(c);
-    sl_mon_fanout_reap(&c->io.fo, a);
+    if (closes_stdin(c, a)) {
+        mon_io_stdin_session_done(c);
+        if (a->out_fd[0] >= 0 || a->out_fd[1] >= 0)
+            return; /* on until the container's output ends */
+    }
+    detach(c, a);
 }
 
 static void stdin_cb(sl_mwatch *w, uint32_t events, void *data)
@@ -153,10 +231,10 @@ static bool watch_session(mon_ctr *c, sl_mon_attach *a)
 void mon_attach(mon *m, mon_req *r, const json_t *msg)
 {
     mon_ctr *c = mon_ctr_find(m, sl_mon_str(msg, "container_id"));
-    bool in, out, err;
+    bool in, out, err, tty;
     if (sl_mon_bool(msg, "stdin", false, &in) || sl_mon_bool(msg, "stdout", false, &out) ||
-        sl_mon_bool(msg, "stderr", false, &err)) {
-        mon_reply_err(m, r, "stdin, stdout and stderr must be booleans");
+        sl_mon_bool(msg, "stderr", false, &err) || sl_mon_bool(msg, "tty", c && c->tty, &tty)) {
+        mon_reply_err(m, r, "stdin, stdout, stderr and tty must be booleans");
         return;
     }
     if (!c) {
@@ -187,6 +265,7 @@ void mon_attach(mon *m, mon_req *r, const json_t *msg)
     a->owner = c;
     a->in_fd = pin[0];
     a->had_stdin = in;
+    a->tty = tty;
     a->out_fd[0] = pout[1];
     a->out_fd[1] = perr[1];
     int fds[3];

@@ -15,6 +15,7 @@
 #include "sluice/error.h"
 
 static void advance(mon_ctr *c);
+static void try_finalize(mon_ctr *c);
 
 mon_ctr *mon_ctr_find(mon *m, const char *id)
 {
@@ -79,6 +80,8 @@ static void ctr_free(mon_ctr *c)
     free(c->status_path);
     free(c->create_err);
     free(c->oom_file);
+    free(c->start_err);
+    free(c->message);
     free(c);
 }
 
@@ -90,18 +93,6 @@ static void signal_init(mon_ctr *c, int sig)
 
 /* ---- create ---- */
 
-static void create_failed(mon_ctr *c, const char *why)
-{
-    mon *m = c->m;
-    mon_reply_err(m, c->create_req, "runc create %s: %s", c->id, why);
-    c->create_req = NULL;
-    /* runc may have left state behind: delete it, nobody waits for that */
-    const char *args[] = {"delete", "--force", c->id, NULL};
-    mon_runc(m, args, NULL, NULL, NULL, NULL);
-    ctr_free(c);
-    mon_shutdown_check(m);
-}
-
 static pid_t read_pid(const char *path)
 {
     char *text = NULL;
@@ -111,6 +102,32 @@ static pid_t read_pid(const char *path)
     long v = strtol(text, NULL, 10);
     free(text);
     return v > 0 ? (pid_t)v : -1;
+}
+
+/* runc could not create the container from a bundle that exists (a
+ * command that is not there, a mount that fails, ...). containerd runs
+ * `runc create` at StartContainer, so the kubelet sees such a container
+ * created, its start fail, and the container exited with a code and a
+ * reason (and restarts it with back-off): the same here. */
+static void create_unstartable(mon_ctr *c, const char *why)
+{
+    mon *m = c->m;
+    char msg[SL_MON_ERR_TEXT];
+    mon_runc_message(why, msg, sizeof(msg));
+    mon_log(MON_WARN, "container %s cannot start: %s", c->id, msg);
+    const char *args[] = {"delete", "--force", c->id, NULL};
+    mon_runc(m, args, NULL, NULL, NULL, NULL); /* what runc may have left */
+    mon_console_free(c->console);
+    c->console = NULL;
+    mon_io_fini(c, "container cannot start");
+    c->pid = 0;
+    c->start_err = strdup(*msg ? msg : "runc create failed");
+    c->created_at = sl_real_ns();
+    c->state = CTR_CREATED;
+    mon_status_write(c);
+    mon_reply(m, c->create_req, NULL, NULL, NULL, 0);
+    c->create_req = NULL;
+    advance(c);
 }
 
 static void create_maybe_done(mon_ctr *c)
@@ -124,7 +141,7 @@ static void create_maybe_done(mon_ctr *c)
         if (c->create_status == 0)
             why = c->tty && c->io.out_fd[0] < 0 ? "no terminal came on the console socket"
                                                 : "runc wrote no pid file";
-        create_failed(c, *why ? why : "runc failed");
+        create_unstartable(c, why);
         return;
     }
     c->io.discard = false;
@@ -224,8 +241,12 @@ static int create_parse(const json_t *msg, mon_ctr *tmpl, const char **log_path,
 static int create_setup(mon_ctr *c, const char *log_path, int child[3], sl_error *e)
 {
     SL_AUTOFREE char *sdir = strdup(c->status_path);
-    if (!sdir)
+    SL_AUTOFREE char *config = sl_path_join(c->bundle, "config.json");
+    if (!sdir || !config)
         return sl_error_set(e, ENOMEM, "create");
+    /* A bundle that is not there is the caller's error, not a start error. */
+    if (access(config, R_OK) < 0)
+        return sl_error_set(e, errno, "bundle %s", config);
     if (sl_mkdir_p(c->dir, 0700, e) < 0 || sl_mkdir_p(dirname(sdir), 0755, e) < 0)
         return -1;
     unlink(c->pid_file);
@@ -325,11 +346,29 @@ static mon_ctr *lookup(mon *m, mon_req *r, const json_t *msg)
     return c;
 }
 
+/* The start of a container runc could not create fails, and it exits. */
+static void start_unstartable(mon *m, mon_ctr *c, mon_req *r)
+{
+    char msg[SL_MON_ERR_TEXT];
+    snprintf(msg, sizeof(msg), "%s", c->start_err);
+    c->reaped = true; /* there is no process */
+    c->exit_code = SL_MON_START_ERROR_CODE;
+    c->finished_at = sl_real_ns();
+    c->reason = "StartError";
+    c->message = strdup(msg);
+    try_finalize(c); /* the record says exited before the reply goes */
+    mon_reply_err(m, r, "%s", msg);
+}
+
 void mon_ctr_start(mon *m, mon_req *r, const json_t *msg)
 {
     mon_ctr *c = lookup(m, r, msg);
     if (!c)
         return;
+    if (c->start_err && !c->reaped && !c->removing) {
+        start_unstartable(m, c, r);
+        return;
+    }
     if (c->state != CTR_CREATED || c->job || c->reaped || c->removing) {
         mon_reply_err(m, r, "container %s cannot be started in its state", c->id);
         return;
@@ -366,6 +405,8 @@ static bool oom_killed(const mon_ctr *c)
 
 const char *mon_ctr_reason(const mon_ctr *c)
 {
+    if (c->reason) /* StartError */
+        return c->reason;
     return c->finalized && c->oom_killed ? "OOMKilled" : "";
 }
 
@@ -387,9 +428,10 @@ static void try_finalize(mon_ctr *c)
     mon_status_write(c);
     mon_log(MON_INFO, "container %s exited %d%s", c->id, c->exit_code,
             c->oom_killed ? " (OOM kill)" : "");
-    mon_event(c->m, json_pack("{s:s, s:s, s:i, s:I, s:s}", "type", "exited", "container_id", c->id,
-                              "exit_code", c->exit_code, "finished_at", (json_int_t)c->finished_at,
-                              "reason", mon_ctr_reason(c)));
+    mon_event(c->m,
+              json_pack("{s:s, s:s, s:i, s:I, s:s, s:s}", "type", "exited", "container_id", c->id,
+                        "exit_code", c->exit_code, "finished_at", (json_int_t)c->finished_at,
+                        "reason", mon_ctr_reason(c), "message", c->message ? c->message : ""));
     json_t *f = json_pack("{s:i, s:I}", "exit_code", c->exit_code, "finished_at",
                           (json_int_t)c->finished_at);
     mon_reply_all(c->m, &c->stop_waiters, f);
@@ -436,7 +478,7 @@ void mon_ctr_stop(mon *m, mon_req *r, const json_t *msg)
         mon_reply_err(m, r, "container %s is being created", c->id);
         return;
     }
-    if (c->finalized) {
+    if (c->finalized || (c->start_err && !c->reaped)) { /* no process to stop */
         mon_reply(m, r,
                   json_pack("{s:i, s:I}", "exit_code", c->exit_code, "finished_at",
                             (json_int_t)c->finished_at),
@@ -475,6 +517,11 @@ static void advance(mon_ctr *c)
 {
     if (!(c->removing || c->m->shutting_down) || c->state == CTR_CREATING)
         return;
+    if (c->start_err && !c->job && !c->deleting) { /* runc holds nothing of it */
+        c->deleting = true;
+        delete_done(c->m, 0, "", c);
+        return;
+    }
     if (!c->finalized) {
         if (!c->killed) {
             c->killed = true;

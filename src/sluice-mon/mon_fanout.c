@@ -104,15 +104,16 @@ static void end_marked(sl_mon_fanout *f)
     }
 }
 
-/* Closes a's out_fd[s] (drained after EOF); frees a when nothing is left. */
-static void close_out(sl_mon_fanout *f, sl_mon_attach *a, int s)
+/* Closes a's out_fd[s] (drained after EOF); frees a when nothing is left
+ * (returns true then). */
+static bool close_out(sl_mon_fanout *f, sl_mon_attach *a, int s)
 {
     if (f->ops && f->ops->out_closing)
         f->ops->out_closing(a, s, f->ud);
     close(a->out_fd[s]);
     a->out_fd[s] = -1;
     sl_bufq_consume(&a->q[s], sl_bufq_len(&a->q[s]));
-    sl_mon_fanout_reap(f, a);
+    return sl_mon_fanout_reap(f, a);
 }
 
 static void want(sl_mon_fanout *f, sl_mon_attach *a, int s, bool on)
@@ -203,6 +204,18 @@ void sl_mon_fanout_eof(sl_mon_fanout *f, int s)
         }
         a = next;
     }
+}
+
+bool sl_mon_fanout_finish(sl_mon_fanout *f, sl_mon_attach *a)
+{
+    a->finishing = true;
+    for (int s = 0; s < 2; s++)
+        if (a->out_fd[s] >= 0)
+            a->out_eof[s] = true;
+    for (int s = 0; s < 2; s++)
+        if (a->out_fd[s] >= 0 && sl_bufq_len(&a->q[s]) == 0 && close_out(f, a, s))
+            return true;
+    return sl_mon_fanout_reap(f, a);
 }
 
 bool sl_mon_fanout_add(sl_mon_fanout *f, sl_mon_attach *a)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "io/bufq.h"
 #include "mon_proto.h"
@@ -19,12 +20,15 @@
 typedef struct sl_mon_attach {
     struct sl_mon_attach *next;
     char session[SL_MON_MAX_ID + 1];
-    int out_fd[2];   /* non-blocking write ends: stdout, stderr; -1 = none/closed */
-    sl_bufq q[2];    /* bytes the fd has not taken yet */
-    bool out_eof[2]; /* the source ended: close out_fd once q drained */
-    int in_fd;       /* read end of the session's stdin; -1 = none/closed */
-    bool had_stdin;  /* the session was created with stdin (stdin_once) */
-    bool ending;     /* marked for ending in the current call */
+    int out_fd[2];      /* non-blocking write ends: stdout, stderr; -1 = none/closed */
+    sl_bufq q[2];       /* bytes the fd has not taken yet */
+    bool out_eof[2];    /* the source ended: close out_fd once q drained */
+    int in_fd;          /* read end of the session's stdin; -1 = none/closed */
+    bool had_stdin;     /* the session was created with stdin (stdin_once) */
+    bool tty;           /* the client asked for a terminal */
+    bool ending;        /* marked for ending in the current call */
+    bool finishing;     /* sl_mon_fanout_finish: outputs close once drained */
+    uint64_t detach_ms; /* the loop layer's: when its client's stdin ended, 0 */
     char why[SL_MON_WHY_MAX];
     void *watch[3]; /* the loop layer's handles for out_fd[0..1], in_fd */
     void *owner;    /* the loop layer's container */
@@ -76,5 +80,10 @@ void sl_mon_fanout_end(sl_mon_fanout *f, sl_mon_attach *a, const char *why);
 /* Frees a without an "ended" callback when nothing is left open. Returns
  * true when a was freed. */
 bool sl_mon_fanout_reap(sl_mon_fanout *f, sl_mon_attach *a);
+/* Ends a without losing a byte: nothing more is queued for it, each out_fd
+ * closes (EOF for the client) once it took what a holds, and a is freed
+ * then, without an "ended" callback (an in_fd still open keeps it). Returns
+ * true when a was freed already. */
+bool sl_mon_fanout_finish(sl_mon_fanout *f, sl_mon_attach *a);
 
 #endif

@@ -112,10 +112,11 @@ void mon_signals_stop(mon *m)
 
 static json_t *record(const mon_ctr *c)
 {
-    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:s}", "state", state_names[c->state], "pid",
-                     (int)c->pid, "exit_code", c->exit_code, "created_at",
+    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:s}", "state", state_names[c->state],
+                     "pid", (int)c->pid, "exit_code", c->exit_code, "created_at",
                      (json_int_t)c->created_at, "started_at", (json_int_t)c->started_at,
-                     "finished_at", (json_int_t)c->finished_at, "reason", mon_ctr_reason(c));
+                     "finished_at", (json_int_t)c->finished_at, "reason", mon_ctr_reason(c),
+                     "message", c->message ? c->message : "");
 }
 
 json_t *mon_ctr_json(const mon_ctr *c)

@@ -32,6 +32,38 @@ int mon_exit_code(int status)
     return 255;
 }
 
+/* Go's %q escapes that runc's log lines use; others are kept as they are. */
+static void unquote(const char *p, char *out, size_t outlen)
+{
+    size_t n = 0;
+    for (; *p && *p != '"' && n + 1 < outlen; p++) {
+        char ch = *p;
+        if (ch == '\\' && p[1]) {
+            ch = *++p;
+            ch = ch == 'n' ? '\n' : ch == 't' ? '\t' : ch;
+        }
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+}
+
+void mon_runc_message(const char *text, char *out, size_t outlen)
+{
+    const char *msg = NULL;
+    for (const char *p = text; (p = strstr(p, "msg=\"")); p++)
+        msg = p + 5;
+    if (msg) {
+        unquote(msg, out, outlen);
+        return;
+    }
+    while (*text == ' ' || *text == '\n')
+        text++;
+    size_t n = strlen(text);
+    while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\n'))
+        n--;
+    snprintf(out, outlen, "%.*s", (int)n, text);
+}
+
 /* An unlinked temporary file in the run dir for a child's error output. */
 static int capture_file(mon *m)
 {

@@ -68,6 +68,7 @@ static void output(mon_ctr *c, int s)
             keep_noise(io, scratch, (size_t)n);
             continue;
         }
+        io->last_out_ms = sl_mono_ms();
         sl_mon_log_write(&io->log, s, scratch, (size_t)n, sl_real_ns());
         sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
     }
@@ -185,6 +186,8 @@ void mon_io_close_outputs(mon_ctr *c)
 void mon_io_fini(mon_ctr *c, const char *why)
 {
     mon_io *io = &c->io;
+    sl_mtimer_cancel(io->linger_timer);
+    io->linger_timer = NULL;
     sl_mon_fanout_fini(&io->fo, why);
     for (int s = 0; s < 2; s++) {
         if (io->out_w[s])

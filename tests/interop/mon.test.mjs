@@ -84,7 +84,7 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.ok(st.started_at <= st.finished_at);
     });
 
-  test('create errors are replies: a bad bundle (runc\'s text), a duplicate id, a bad id',
+  test('create errors are replies: a missing bundle, a duplicate id, a bad id',
     async () => {
       const bad = path.join(tmp, 'no-such-bundle');
       const c = await mon.call([
@@ -92,7 +92,8 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       ], { allowFail: true });
       assert.equal(c.exit.code, 1);
       assert.equal(c.replies()[1].ok, false);
-      assert.match(c.replies()[1].error, /runc create bad/);
+      assert.equal(c.replies()[1].error,
+        `create bad: bundle ${bad}/config.json: No such file or directory`);
       const dup = await mon.call([{ type: 'create', container_id: 'loop', bundle: bad }],
         { allowFail: true });
       assert.equal(dup.replies()[1].error, 'container exists');
@@ -166,6 +167,93 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.deepEqual(readLog('cat').map((r) => [r.stream, r.tag, r.content]),
         [['stdout', 'F', 'hello cat']]);
     });
+
+  test('a command runc cannot start: create ok, start fails with runc\'s reason, the ' +
+    'record says exited 128 StartError; stop and remove are fine', async () => {
+    const c = await mon.call([
+      { type: 'create', container_id: 'nocmd', bundle: bundle('nocmd', ['no-such-command', 'x']),
+        log_path: logPath('nocmd') },
+      { type: 'start', container_id: 'nocmd' },
+    ], { allowFail: true });
+    assert.deepEqual(c.replies().slice(1).map((r) => r.ok), [true, false]);
+    const st0 = mon.statusOf('nocmd');
+    assert.equal(st0.state, 'exited', JSON.stringify(st0));
+    assert.equal(st0.exit_code, 128);
+    assert.equal(st0.reason, 'StartError');
+    assert.equal(st0.message, 'runc create failed: unable to start container process: ' +
+      'exec: "no-such-command": executable file not found in $PATH');
+    assert.equal(st0.started_at, 0);
+    assert.ok(st0.finished_at >= st0.created_at && st0.created_at > 1.6e18);
+    // A second one, step by step: created, a stop that has nothing to stop,
+    // then the start (its reply and the exited event) and the remove.
+    const b = bundle('nocmd2', ['/bin/nope'], { terminal: true });
+    const x = await mon.call([
+      { type: 'create', container_id: 'nocmd2', bundle: b, log_path: logPath('nocmd2'), tty: true },
+      { type: 'stop', container_id: 'nocmd2', timeout: 0 },
+    ]);
+    assert.deepEqual(x.replies().slice(1).map((r) => r.ok), [true, true]);
+    assert.equal(mon.statusOf('nocmd2').state, 'created');
+    const y = await mon.call([{ type: 'start', container_id: 'nocmd2' }],
+      { allowFail: true, waitEvent: 'exited', match: 'container_id=nocmd2' });
+    assert.equal(y.replies()[1].ok, false);
+    assert.equal(y.replies()[1].error, 'runc create failed: unable to start container process: ' +
+      'exec: "/bin/nope": stat /bin/nope: no such file or directory');
+    const ev = y.events('exited')[0];
+    assert.deepEqual([ev.exit_code, ev.reason, ev.message],
+      [128, 'StartError', y.replies()[1].error]);
+    await mon.call([{ type: 'remove', container_id: 'nocmd' },
+      { type: 'remove', container_id: 'nocmd2' }]);
+    const hello = await mon.call([]);
+    assert.ok(!hello.replies()[0].containers.some((k) => k.id.startsWith('nocmd')));
+    assert.ok(!fs.existsSync(path.join(mon.stateDir, 'containers/nocmd2/status.json')));
+    assert.equal(spawnSync('runc', ['--root', path.join(mon.runDir, 'runc'), 'state', 'nocmd'])
+      .status, 1, 'no runc state is left');
+  });
+
+  test('attach without stdin_once: the end of a client\'s stdin ends its session after the ' +
+    'answer, never the container\'s stdin; the next client talks to the same shell', async () => {
+    await run('sh', ['sh', '-c', 'n=0; while read l; do n=$((n+1)); echo "got:$l $n"; done; echo eof'],
+      { stdin: true });
+    const one = mon.client([{ type: 'attach', container_id: 'sh', session: 's-sh1', stdin: true,
+      stdout: true }], { relay: true, waitEvent: 'attach_ended', match: 'session=s-sh1' });
+    await one.until((x) => x.replies().length === 2, 'attach reply');
+    one.write('one\n');
+    one.end(); // EOF right behind the line: the answer still comes
+    assert.equal((await one.done).code, 0);
+    assert.match(one.stdout().toString(), /^got:one 1\n$/);
+    assert.deepEqual(one.events('attach_ended'), [{ type: 'attach_ended', session: 's-sh1' }]);
+    const two = mon.client([{ type: 'attach', container_id: 'sh', session: 's-sh2', stdin: true,
+      stdout: true }], { relay: true, waitEvent: 'attach_ended', match: 'session=s-sh2' });
+    await two.until((x) => x.replies().length === 2, 'attach reply');
+    two.write('two\n');
+    two.end();
+    assert.equal((await two.done).code, 0);
+    assert.equal(two.stdout().toString(), 'got:two 2\n', 'the same shell read both lines');
+    assert.equal(mon.statusOf('sh').state, 'running');
+    await mon.call([{ type: 'remove', container_id: 'sh' }]);
+  });
+
+  test('tty container with stdin_once: a tty attach that ends leaves the shell running ' +
+    '(no ^D), a non-tty one closes its input', async () => {
+    await run('ttyonce', ['sh'], { tty: true, stdin: true, stdin_once: true });
+    const attach = async (session, tty, line) => {
+      const a = mon.client([{ type: 'attach', container_id: 'ttyonce', session, tty, stdin: true,
+        stdout: true }], { relay: true });
+      await a.until((x) => x.replies().length === 2, 'attach reply');
+      a.write(line);
+      a.end();
+      await a.done;
+      return a.stdout().toString();
+    };
+    assert.match(await attach('t1', true, 'echo one-$((40+2))\n'), /one-42/);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(mon.statusOf('ttyonce').state, 'running', 'the first client\'s end left it');
+    assert.match(await attach('t2', true, 'echo two-$((40+3))\n'), /two-43/);
+    assert.equal(mon.statusOf('ttyonce').state, 'running');
+    await attach('t3', false, '');
+    await exitedState('ttyonce'); // ^D: the shell's input ended
+    assert.equal(mon.statusOf('ttyonce').exit_code, 0);
+  });
 
   test('reopen_log after rotation: new records go to the new file', async () => {
     await run('rot', ['cat'], { stdin: true });

@@ -1,9 +1,10 @@
 // sluiced is SIGKILLed while its containers run and restarted on the same
 // dirs: the pod monitors keep the containers (and their logs) going, and
 // the new daemon lists pods and containers with the right states (one that
-// exited meanwhile shows EXITED with its code), and exec, attach and
-// port-forward into them work again. Then a SIGTERM restart. Needs root,
-// runc, busybox-static, CNI plugins and go.
+// exited meanwhile shows EXITED with its code, one whose command is missing
+// EXITED 128 StartError), and exec, attach and port-forward into them work
+// again. Then a SIGTERM restart. Needs root, runc, busybox-static, CNI
+// plugins and go.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -70,6 +71,11 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
     c.created = await sd.createContainer(hostPod, 'created', {
       command: ['sh', '-c', 'sleep 0.5; exit 6'],
     });
+    // Commands that do not exist: one fails its start before the restart,
+    // one is only created (its start fails after the restart).
+    c.nocmd = await sd.createContainer(hostPod, 'nocmd', { command: ['no-such-command'] });
+    await assert.rejects(sd.rt.StartContainer({ container_id: c.nocmd }), /no-such-command/);
+    c.nocmdLater = await sd.createContainer(hostPod, 'nocmd-later', { command: ['/bin/nope'] });
     c.echo = await sd.runContainer(cniPod, 'echo', {
       command: ['nc', '-ll', '-p', String(ECHO_PORT), '-e', 'cat'],
     });
@@ -117,7 +123,7 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
       const want = {
         runner: 'CONTAINER_RUNNING', cat: 'CONTAINER_RUNNING', ticker: 'CONTAINER_RUNNING',
         echo: 'CONTAINER_RUNNING', dier: 'CONTAINER_EXITED', done: 'CONTAINER_EXITED',
-        created: 'CONTAINER_CREATED',
+        created: 'CONTAINER_CREATED', nocmd: 'CONTAINER_EXITED', nocmdLater: 'CONTAINER_CREATED',
       };
       for (const [name, state] of Object.entries(want))
         assert.equal(all[c[name]]?.state, state, `${name}: ${JSON.stringify(all[c[name]])}`);
@@ -126,6 +132,11 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
       assert.equal(dier.reason, 'Error');
       assert.notEqual(String(dier.finished_at), '0');
       assert.equal((await sd.status(c.done)).exit_code, 3);
+      const nocmd = await sd.status(c.nocmd);
+      assert.deepEqual([nocmd.exit_code, nocmd.reason, String(nocmd.started_at)],
+        [128, 'StartError', '0']);
+      assert.match(nocmd.message, /exec: "no-such-command": executable file not found in \$PATH/);
+      assert.notEqual(String(nocmd.finished_at), '0');
       const runner = await sd.status(c.runner);
       assert.notEqual(String(runner.started_at), '0');
       assert.equal(runner.metadata.name, 'runner');
@@ -164,6 +175,15 @@ describe('sluiced restart: containers outlive the daemon', { skip }, () => {
     await sd.rt.StartContainer({ container_id: c.created });
     const st = await sd.waitState(c.created, 'CONTAINER_EXITED');
     assert.equal(st.exit_code, 6);
+  });
+
+  test('after the restart: a created container whose command is missing fails its start ' +
+    'and reads EXITED 128 StartError', async () => {
+    await assert.rejects(sd.rt.StartContainer({ container_id: c.nocmdLater }),
+      /exec: "\/bin\/nope": stat \/bin\/nope: no such file or directory/);
+    const st = await sd.status(c.nocmdLater);
+    assert.deepEqual([st.state, st.exit_code, st.reason], ['CONTAINER_EXITED', 128, 'StartError']);
+    assert.match(st.message, /\/bin\/nope/);
   });
 
   test('after the restart: stop with a grace period, reopen a log', async () => {

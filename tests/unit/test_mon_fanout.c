@@ -1,6 +1,7 @@
 /* Attach fan-out: a client that never reads is ended at the backlog bound
  * while a fast client and the log get every byte; EOF after draining;
- * a client that closed its end; late sessions after the source ended. */
+ * a client that closed its end; late sessions after the source ended; a
+ * session finished (its client detached) gets what was queued, then EOF. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,6 +307,59 @@ static void test_late_session(void **state)
     close(rd);
 }
 
+/* finish: what is queued still arrives, then EOF on both streams; nothing
+ * fed afterwards; freed without an "ended" event; at once when drained. */
+static void test_finish_drains_then_eof(void **state)
+{
+    (void)state;
+    events ev = {0};
+    sl_mon_fanout f;
+    sl_mon_fanout_init(&f, 1 << 20, &ops, &ev);
+    int rd, rd_err, in[2], p1[2];
+    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+    assert_int_equal(pipe2(p1, O_CLOEXEC | O_NONBLOCK), 0);
+    sl_mon_attach *a = session("fin", 0, &rd);
+    a->out_fd[1] = p1[1];
+    rd_err = p1[0];
+    a->in_fd = in[0];
+    assert_true(sl_mon_fanout_add(&f, a));
+    static char big[150000];
+    memset(big, 'f', sizeof(big));
+    sl_mon_fanout_feed(&f, 0, big, sizeof(big)); /* more than the pipe holds */
+    assert_true(sl_bufq_len(&a->q[0]) > 0);
+    close(a->in_fd); /* the loop layer closes the client's stdin first */
+    a->in_fd = -1;
+    assert_false(sl_mon_fanout_finish(&f, a)); /* stdout still holds bytes */
+    assert_int_equal(ev.closing, 1);           /* the empty stderr closed at once */
+    sl_mon_fanout_feed(&f, 0, "late\n", 5);    /* not for a finishing session */
+    static char got[sizeof(big) + 16];
+    size_t len = 0;
+    while (f.head) {
+        drain(rd, got, &len, sizeof(got));
+        sl_mon_fanout_writable(&f, a, 0);
+    }
+    assert_false(drain(rd, got, &len, sizeof(got)));
+    assert_int_equal(len, sizeof(big));
+    char c;
+    assert_int_equal(read(rd_err, &c, 1), 0); /* EOF */
+    assert_int_equal(ev.ended, 0);
+    assert_int_equal(ev.closing, 2);
+    /* nothing queued: freed right away */
+    int rd2;
+    sl_mon_attach *b = session("fin2", 0, &rd2);
+    assert_true(sl_mon_fanout_add(&f, b));
+    sl_mon_fanout_feed(&f, 0, "hi\n", 3);
+    assert_true(sl_mon_fanout_finish(&f, b));
+    assert_null(f.head);
+    len = 0;
+    assert_false(drain(rd2, got, &len, sizeof(got)));
+    assert_int_equal(len, 3);
+    close(rd);
+    close(rd_err);
+    close(rd2);
+    close(in[1]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -315,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_client_closed_its_end),
         cmocka_unit_test(test_backlog_counts_both_streams),
         cmocka_unit_test(test_late_session),
+        cmocka_unit_test(test_finish_drains_then_eof),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -305,5 +305,6 @@ void sl_model_ctr_status(const sl_model *m, const sl_ctr *c, sl_ctr_status *st)
     st->started_at = sl_rec_int(j, "started_at");
     st->finished_at = sl_rec_int(j, "finished_at");
     snprintf(st->reason, sizeof(st->reason), "%s", sl_rec_str(j, "reason"));
+    snprintf(st->message, sizeof(st->message), "%s", sl_rec_str(j, "message"));
     json_decref(j);
 }

@@ -15,6 +15,9 @@
 
 #define SL_ID_HEX 64 /* ids are 32 random bytes in hex, like containerd's */
 
+/* Bytes of an exit message kept from status.json. */
+#define SL_CTR_MESSAGE_MAX 1024
+
 typedef struct sl_pod {
     struct sl_pod *next;
     char id[SL_ID_HEX + 1];
@@ -40,6 +43,7 @@ typedef struct sl_ctr_status {
     int state; /* RUNTIME__V1__CONTAINER_STATE__* */
     int64_t pid, exit_code, started_at, finished_at;
     char reason[64];
+    char message[SL_CTR_MESSAGE_MAX];
 } sl_ctr_status;
 
 typedef struct sl_model {

@@ -81,6 +81,9 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
         if (c)
             sl_cri_forget_ctr(op->rt, c);
         reply_empty(op->call);
+    } else if (err && op->kind == OP_START) {
+        sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to start container \"%s\": %s", op->id,
+                          err);
     } else if (err) {
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "%s", err);
     } else {

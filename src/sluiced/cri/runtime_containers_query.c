@@ -58,6 +58,7 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
     st.image_ref = (char *)sl_rec_str(c->rec, "image_ref");
     st.image_id = (char *)sl_rec_str(c->rec, "image_id");
     st.reason = (char *)exit_reason(&live);
+    st.message = live.message;
     st.n_labels = c->config->n_labels;
     st.labels = (Runtime__V1__ContainerStatus__LabelsEntry **)c->config->labels;
     st.n_annotations = c->config->n_annotations;

@@ -70,6 +70,16 @@ static void end_sess(sl_stream_sess *s, bool failed, int code, const char *msg)
         end_proc(s, failed, code, msg);
 }
 
+/* The monitor ended an attach session: with an error, or (none) because
+ * its client's stdin ended and the client detached. */
+static void attach_ended(sl_stream_sess *s, const char *error)
+{
+    if (error && *error)
+        end_sess(s, true, 0, error);
+    else
+        end_sess(s, false, 0, NULL);
+}
+
 void sl_rt_stream_event(sl_rt *rt, sl_pod *pod, const json_t *ev)
 {
     const char *type = ev ? sl_mon_str(ev, "type") : NULL;
@@ -86,7 +96,7 @@ void sl_rt_stream_event(sl_rt *rt, sl_pod *pod, const json_t *ev)
         else if (!strcmp(type, "exec_exited") && exec_id && !strcmp(exec_id, s->id))
             end_sess(s, false, (int)code, NULL);
         else if (!strcmp(type, "attach_ended") && session && !strcmp(session, s->id))
-            end_sess(s, true, 0, sl_mon_str(ev, "error"));
+            attach_ended(s, sl_mon_str(ev, "error"));
         else if (!strcmp(type, "exited") && ctr && s->kind == SL_SESS_ATTACH &&
                  !strcmp(ctr, s->ctr_id))
             end_sess(s, false, 0, NULL); /* attach ends with its container */
@@ -196,9 +206,9 @@ static void attach_start(void *arg, sl_proc *proc, const sl_attach_request *r,
     if (!m)
         return;
     sl_stream_sess *s = sl_sess_new(rt, SL_SESS_ATTACH, c->pod_id, c->id);
-    json_t *req =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:b}", "type", "attach", "container_id", c->id,
-                  "session", s ? s->id : "", "stdin", r->in, "stdout", r->out, "stderr", r->err);
+    json_t *req = json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b}", "type", "attach", "container_id",
+                            c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in,
+                            "stdout", r->out, "stderr", r->err);
     send_start(rt, proc, s, m, req);
 }
 
