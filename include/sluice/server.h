@@ -60,6 +60,30 @@ typedef struct sl_server_config {
 
 typedef struct sl_server sl_server;
 
+/* The kind of a parked request, and of the URL that names it. */
+typedef enum sl_stream_kind {
+    SL_STREAM_EXEC = 1,
+    SL_STREAM_ATTACH = 2,
+    SL_STREAM_PORTFORWARD = 3,
+} sl_stream_kind;
+
+/* A parked exec, attach or port-forward request: what a token stands for.
+ * A copy made by sl_stream_request_copy() owns every string and array. */
+typedef struct sl_stream_request {
+    sl_stream_kind kind;
+    union {
+        sl_exec_request exec;      /* SL_STREAM_EXEC */
+        sl_attach_request attach;  /* SL_STREAM_ATTACH */
+        sl_portforward_request pf; /* SL_STREAM_PORTFORWARD */
+    } u;
+} sl_stream_request;
+
+/* A deep copy of r (NULL strings become ""). NULL on ENOMEM or an unknown
+ * kind. Free it with sl_stream_request_free(). */
+SL_EXPORT sl_stream_request *sl_stream_request_copy(const sl_stream_request *r);
+/* Frees a copy and everything it owns; NULL is fine. */
+SL_EXPORT void sl_stream_request_free(sl_stream_request *r);
+
 /* Fills c with the defaults above. */
 SL_EXPORT void sl_server_config_init(sl_server_config *c);
 
@@ -85,6 +109,57 @@ SL_EXPORT int sl_server_get_attach(sl_server *s, const sl_attach_request *req, c
                                    const char **errmsg);
 SL_EXPORT int sl_server_get_portforward(sl_server *s, const sl_portforward_request *req, char **url,
                                         const char **errmsg);
+
+/* ---- hand-off: serving a session in another process ----
+ *
+ * With a hand-off function set, a connection whose request head was read
+ * and whose token was consumed is not served here: fn gets a duplicate of
+ * its socket, every byte read from it so far and the request. The server
+ * reads nothing more from the connection and keeps its own copy of the
+ * socket, writing nothing, until sl_handoff_done() says what became of it.
+ * Connections whose route, method or token is wrong are answered here as
+ * without a hand-off. */
+typedef struct sl_handoff sl_handoff;
+
+/* Runs on the server's loop thread. fd: a duplicate of the connection's
+ * socket (non-blocking, close-on-exec), owned by fn from now on whatever
+ * happens. head, len: every byte read from the connection (the request
+ * head and whatever followed it), valid during the call. req: valid during
+ * the call (sl_stream_request_copy() to keep it). fn (now or later, on the
+ * loop thread) calls sl_handoff_done(h, ...) exactly once. */
+typedef void (*sl_server_handoff_fn)(void *arg, sl_handoff *h, int fd, const uint8_t *head,
+                                     size_t len, const sl_stream_request *req);
+
+/* Sets (or, with fn NULL, clears) the hand-off for connections whose head
+ * is complete from now on. */
+SL_EXPORT void sl_server_set_handoff(sl_server *s, sl_server_handoff_fn fn, void *arg);
+
+/* Outcomes of a hand-off. Any other outcome must be an HTTP status
+ * 500..599: the receiver did not take the connection and wrote nothing on
+ * it; the server answers with that status and `message` (copied; NULL = a
+ * generic text) and closes. */
+#define SL_HANDOFF_TAKEN 0 /* the receiver serves it: the server closes its copy */
+#define SL_HANDOFF_LOCAL 1 /* serve it here, as if no hand-off were set */
+
+/* Ends a hand-off. Valid until called, even after the server was closed
+ * (then the connection is already gone and only h is freed). */
+SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
+
+/* Serves a connection another process accepted and whose token it
+ * consumed: fd is a connected stream socket (owned by the server from this
+ * call on, on every return), head/len every byte read from it so far (a
+ * complete request head and what followed; copied), req what its token
+ * stood for (copied). limits, when not NULL, replace the server's session
+ * limits for this connection (idle_timeout_ms, creation_timeout_ms,
+ * max_request_line, max_headers, max_head_size, max_ws_message,
+ * output_high_water; the other fields are ignored). The server need not
+ * listen. Returns SL_OK once the server owns the conversation with the
+ * client: it upgrades the connection, or answers with an HTTP error (503
+ * when max_sessions sessions are live, 400 when the head does not parse).
+ * On any other return (SL_ERR_INVAL for a bad fd or request, SL_ERR_NOMEM,
+ * SL_ERR_CLOSED while closing) nothing was written and fd is closed. */
+SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
+                              const sl_stream_request *req, const sl_server_config *limits);
 
 /* Number of live sessions (upgraded connections). */
 SL_EXPORT size_t sl_server_session_count(const sl_server *s);

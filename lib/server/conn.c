@@ -1,5 +1,6 @@
-#include "server/conn.h"
+#include "server/conn_int.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -10,40 +11,6 @@
 #include "io/uvout.h"
 #include "server/server_impl.h"
 
-#define READ_BUF_SIZE (64u * 1024)
-/* A finishing connection whose peer reads nothing for this long is cut. */
-#define SL_CONN_FINISH_TIMEOUT_MS 30000u
-/* After our last byte, wait this long for the peer's EOF before closing, so
- * that unread input never turns into a RST that destroys our last bytes. */
-#define SL_CONN_LINGER_MS 5000u
-/* How often a connection whose reads are paused checks that its peer is
- * still there. */
-#define SL_CONN_PAUSED_PROBE_MS 1000u
-
-typedef enum conn_state {
-    CONN_HEAD,     /* reading the request head */
-    CONN_UPGRADED, /* a protocol session owns the bytes */
-    CONN_FINISHING /* writing the last bytes, then close */
-} conn_state;
-
-struct sl_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer; /* head timeout */
-    sl_uvout wout;
-    uv_shutdown_t sreq;
-    sl_server *srv;
-    sl_conn *prev, *next;
-    conn_state state;
-    sl_http_head_parser head;
-    sl_bufq out;
-    bool reading, paused, closing, shutting;
-    const sl_conn_proto *proto;
-    void *ps;
-    int open_handles;
-    char *rbuf;
-};
-
-static void conn_close(sl_conn *c);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
@@ -54,15 +21,19 @@ static void closed_cb(uv_handle_t *h)
         return;
     sl_http_head_fini(&c->head);
     sl_bufq_fini(&c->out);
+    free(c->raw);
     free(c->rbuf);
     free(c);
 }
 
-static void conn_close(sl_conn *c)
+void sl_conn_close(sl_conn *c)
 {
     if (c->closing)
         return;
     c->closing = true;
+    sl_conn_handoff_gone(c);
+    sl_stream_req_free(c->adopted);
+    c->adopted = NULL;
     bool was_session = c->proto != NULL;
     if (c->proto) {
         const sl_conn_proto *p = c->proto;
@@ -83,7 +54,7 @@ static void conn_close(sl_conn *c)
 
 static void expire_cb(uv_timer_t *t)
 {
-    conn_close(t->data);
+    sl_conn_close(t->data);
 }
 
 static void shutdown_cb(uv_shutdown_t *req, int status)
@@ -92,7 +63,7 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
     if (c->closing)
         return;
     if (status < 0) {
-        conn_close(c);
+        sl_conn_close(c);
         return;
     }
     uv_timer_start(&c->timer, expire_cb, SL_CONN_LINGER_MS, 0);
@@ -110,7 +81,7 @@ static void write_cb(uv_write_t *req, int status)
     if (c->closing)
         return;
     if (status < 0) {
-        conn_close(c);
+        sl_conn_close(c);
         return;
     }
     if (c->state == CONN_FINISHING)
@@ -118,7 +89,7 @@ static void write_cb(uv_write_t *req, int status)
     /* Same bound as sl_conn_congested: a session fills the queue while it
      * is below the mark, so exactly at the mark is full, and a source
      * stopped then waits for this call. */
-    bool was_congested = sl_bufq_len(&c->out) + n >= c->srv->cfg.output_high_water;
+    bool was_congested = sl_bufq_len(&c->out) + n >= c->cfg.output_high_water;
     sl_conn_flush(c);
     if (c->proto && was_congested && !sl_conn_congested(c))
         c->proto->drained(c->ps);
@@ -130,18 +101,18 @@ void sl_conn_flush(sl_conn *c)
         return;
     int rc = sl_uvout_flush(&c->wout, (uv_stream_t *)&c->tcp, &c->out, write_cb);
     if (rc < 0) {
-        conn_close(c);
+        sl_conn_close(c);
     } else if (rc == 0 && c->state == CONN_FINISHING && !c->shutting) {
         c->shutting = true;
         c->sreq.data = c;
         if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
-            conn_close(c);
+            sl_conn_close(c);
     }
 }
 
 bool sl_conn_congested(const sl_conn *c)
 {
-    return sl_bufq_len(&c->out) >= c->srv->cfg.output_high_water;
+    return sl_bufq_len(&c->out) >= c->cfg.output_high_water;
 }
 
 sl_bufq *sl_conn_out(sl_conn *c)
@@ -156,8 +127,33 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
     *buf = uv_buf_init(c->rbuf, READ_BUF_SIZE);
 }
 
+/* With a hand-off, every byte read before the upgrade is kept: the
+ * receiver parses the head again and gets what followed it. */
+static bool keep_raw(sl_conn *c, const uint8_t *data, size_t len)
+{
+    if (!c->keep_raw)
+        return true;
+    if (c->raw_len + len > c->raw_cap) {
+        size_t cap = c->raw_len + len;
+        uint8_t *p = realloc(c->raw, cap);
+        if (!p)
+            return false;
+        c->raw = p;
+        c->raw_cap = cap;
+    }
+    memcpy(c->raw + c->raw_len, data, len);
+    c->raw_len += len;
+    return true;
+}
+
 static void feed_head(sl_conn *c, const uint8_t *data, size_t len)
 {
+    if (!keep_raw(c, data, len)) {
+        uv_timer_stop(&c->timer);
+        sl_http_write_error(&c->out, 500, NULL, "out of memory\n");
+        sl_conn_finish(c);
+        return;
+    }
     size_t used = sl_http_head_feed(&c->head, data, len);
     if (c->head.state == SL_HTTP_HEAD_MORE)
         return;
@@ -177,7 +173,7 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     sl_conn *c = s->data;
     (void)buf;
     if (n < 0) { /* EOF or error: the peer is gone */
-        conn_close(c);
+        sl_conn_close(c);
         return;
     }
     if (n == 0)
@@ -186,7 +182,8 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
         feed_head(c, (const uint8_t *)c->rbuf, (size_t)n);
     else if (c->state == CONN_UPGRADED && c->proto)
         c->proto->recv(c->ps, (const uint8_t *)c->rbuf, (size_t)n);
-    /* CONN_FINISHING: input is ignored while the answer drains */
+    /* CONN_FINISHING: input is ignored while the answer drains;
+     * CONN_HANDOFF does not read */
 }
 
 static void head_timeout_cb(uv_timer_t *t)
@@ -217,19 +214,21 @@ static void set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg)
     setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
 }
 
-void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
+static sl_conn *conn_new(sl_server *srv, const sl_server_config *cfg)
 {
     sl_conn *c = calloc(1, sizeof(*c));
     char *rbuf = malloc(READ_BUF_SIZE);
     if (!c || !rbuf) {
         free(c);
         free(rbuf);
-        return; /* the pending connection stays in the backlog */
+        return NULL;
     }
     c->rbuf = rbuf;
     c->srv = srv;
+    c->cfg = *cfg;
+    c->keep_raw = srv->handoff_fn != NULL;
     sl_bufq_init(&c->out);
-    sl_http_limits lim = {srv->cfg.max_request_line, srv->cfg.max_headers, srv->cfg.max_head_size};
+    sl_http_limits lim = {cfg->max_request_line, cfg->max_headers, cfg->max_head_size};
     sl_http_head_init(&c->head, &lim);
     uv_tcp_init(srv->loop, &c->tcp);
     uv_timer_init(srv->loop, &c->timer);
@@ -240,20 +239,86 @@ void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
         c->next->prev = c;
     srv->conns = c;
     srv->nconns++;
+    return c;
+}
+
+/* Answers 503 when the server has max_sessions sessions; true then. */
+static bool refuse_if_full(sl_conn *c)
+{
+    if (c->srv->nsessions < c->srv->cfg.max_sessions)
+        return false;
+    sl_http_write_error(&c->out, 503, NULL, "too many streaming sessions\n");
+    sl_conn_finish(c);
+    return true;
+}
+
+static void start_reading(sl_conn *c)
+{
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+    c->reading = true;
+}
+
+void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
+{
+    sl_conn *c = conn_new(srv, &srv->cfg);
+    if (!c)
+        return; /* the pending connection stays in the backlog */
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0) {
-        conn_close(c);
+        sl_conn_close(c);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
     set_keepalive(&c->tcp, &srv->cfg);
-    if (srv->nsessions >= srv->cfg.max_sessions) {
-        sl_http_write_error(&c->out, 503, NULL, "too many streaming sessions\n");
-        sl_conn_finish(c);
+    if (refuse_if_full(c))
         return;
+    uv_timer_start(&c->timer, head_timeout_cb, c->cfg.head_timeout_ms, 0);
+    start_reading(c);
+}
+
+int sl_conn_adopt(sl_server *srv, int fd, const uint8_t *head, size_t len, sl_stream_req *req,
+                  const sl_server_config *cfg)
+{
+    sl_conn *c = conn_new(srv, cfg);
+    if (!c) {
+        sl_stream_req_free(req);
+        close(fd);
+        return SL_ERR_NOMEM;
     }
-    uv_timer_start(&c->timer, head_timeout_cb, srv->cfg.head_timeout_ms, 0);
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
-    c->reading = true;
+    c->adopted = req;
+    c->keep_raw = false;
+    if (uv_tcp_open(&c->tcp, fd) < 0) {
+        close(fd);
+        sl_conn_close(c);
+        return SL_ERR_INVAL;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    if (refuse_if_full(c))
+        return SL_OK;
+    start_reading(c);
+    feed_head(c, head, len);
+    if (c->state == CONN_HEAD && !c->closing) { /* the head was cut short */
+        sl_http_write_error(&c->out, 400, NULL, "incomplete request head handed over\n");
+        sl_conn_finish(c);
+    }
+    return SL_OK;
+}
+
+sl_stream_req *sl_conn_take_adopted(sl_conn *c)
+{
+    sl_stream_req *r = c->adopted;
+    c->adopted = NULL;
+    return r;
+}
+
+const sl_server_config *sl_conn_cfg(const sl_conn *c)
+{
+    return &c->cfg;
+}
+
+void sl_conn_resume_reading(sl_conn *c)
+{
+    if (!c->closing && !c->reading)
+        start_reading(c);
 }
 
 void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint8_t *leftover,
@@ -279,7 +344,7 @@ static void paused_probe_cb(uv_timer_t *t)
         getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
         return;
     if (ti.tcpi_state == TCP_CLOSE_WAIT || ti.tcpi_state == TCP_CLOSE)
-        conn_close(c);
+        sl_conn_close(c);
     else if (c->proto && c->proto->poke)
         c->proto->poke(c->ps);
 }
@@ -311,11 +376,11 @@ void sl_conn_finish(sl_conn *c)
 
 void sl_conn_abort(sl_conn *c)
 {
-    conn_close(c);
+    sl_conn_close(c);
 }
 
 void sl_conn_close_all(sl_server *srv)
 {
     while (srv->conns)
-        conn_close(srv->conns);
+        sl_conn_close(srv->conns);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 #include "io/bufq.h"
+#include "server/stream_req.h"
 
 typedef struct sl_server sl_server;
 typedef struct sl_conn sl_conn;
@@ -30,6 +31,23 @@ typedef struct sl_conn_proto {
 
 /* Accepts one connection from the listener. */
 void sl_conn_accept(sl_server *srv, uv_stream_t *listener);
+
+/* Serves a connection accepted elsewhere (sl_server_adopt): fd and req are
+ * taken, head is copied; cfg holds this connection's limits. Returns as
+ * sl_server_adopt. */
+int sl_conn_adopt(sl_server *srv, int fd, const uint8_t *head, size_t len, sl_stream_req *req,
+                  const sl_server_config *cfg);
+
+/* The request an adopted connection came with (ownership passes), or NULL. */
+sl_stream_req *sl_conn_take_adopted(sl_conn *c);
+
+/* Hands c over to the server's hand-off function: req is taken, len is
+ * the number of bytes that followed the head. False (nothing done, req
+ * still the caller's) when c was accepted before the hand-off was set. */
+bool sl_conn_handoff(sl_conn *c, sl_stream_req *req, size_t len);
+
+/* The limits that apply to this connection. */
+const sl_server_config *sl_conn_cfg(const sl_conn *c);
 
 /* Installs the protocol session and feeds it `len` leftover bytes read
  * after the request head. */

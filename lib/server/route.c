@@ -129,29 +129,47 @@ static void upgrade_spdy(sl_server *s, sl_conn *c, const sl_http_request *r, sl_
         sl_spdy_rc_start(s, c, req, chosen, leftover, len);
 }
 
-void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const uint8_t *leftover,
-                     size_t len)
+void sl_server_upgrade(sl_server *s, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
+                       const uint8_t *leftover, size_t len)
 {
-    const char *method, *token;
-    size_t mlen, tlen;
-    if (sl_url_match(&s->url, r->path, &method, &mlen, &token, &tlen) < 0) {
-        answer(c, 404, NULL, "404 page not found\n");
-        return;
-    }
-    /* The method is checked before the token so a wrong one does not burn it. */
-    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
-        answer(c, 405, "Allow: GET, POST\r\n", "405: Method Not Allowed\n");
-        return;
-    }
-    sl_token_kind kind = kind_of(method, mlen);
-    sl_stream_req *req = sl_token_cache_consume(s->tokens, token, tlen, kind, uv_now(s->loop));
-    if (!req) {
-        answer(c, 404, NULL, "404 page not found\n");
-        return;
-    }
     if (sl_ws_is_upgrade(r)) {
         upgrade_ws(s, c, r, req, leftover, len);
         return;
     }
     upgrade_spdy(s, c, r, req, leftover, len);
+}
+
+/* The request a token names, or NULL after answering the client. */
+static sl_stream_req *consume_token(sl_server *s, sl_conn *c, const sl_http_request *r)
+{
+    const char *method, *token;
+    size_t mlen, tlen;
+    if (sl_url_match(&s->url, r->path, &method, &mlen, &token, &tlen) < 0) {
+        answer(c, 404, NULL, "404 page not found\n");
+        return NULL;
+    }
+    /* The method is checked before the token so a wrong one does not burn it. */
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "POST") != 0) {
+        answer(c, 405, "Allow: GET, POST\r\n", "405: Method Not Allowed\n");
+        return NULL;
+    }
+    sl_token_kind kind = kind_of(method, mlen);
+    sl_stream_req *req = sl_token_cache_consume(s->tokens, token, tlen, kind, uv_now(s->loop));
+    if (!req)
+        answer(c, 404, NULL, "404 page not found\n");
+    return req;
+}
+
+void sl_server_route(sl_server *s, sl_conn *c, const sl_http_request *r, const uint8_t *leftover,
+                     size_t len)
+{
+    /* An adopted connection's token was consumed where it was accepted. */
+    sl_stream_req *req = sl_conn_take_adopted(c);
+    if (!req) {
+        if (!(req = consume_token(s, c, r)))
+            return;
+        if (s->handoff_fn && sl_conn_handoff(c, req, len))
+            return;
+    }
+    sl_server_upgrade(s, c, r, req, leftover, len);
 }

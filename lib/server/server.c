@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/server_impl.h"
 #include "server/stream_req.h"
@@ -121,6 +122,34 @@ const char *sl_server_base_url(const sl_server *s)
 uint16_t sl_server_port(const sl_server *s)
 {
     return s->cfg.port;
+}
+
+int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
+                    const sl_stream_request *req, const sl_server_config *limits)
+{
+    if (fd < 0)
+        return SL_ERR_INVAL;
+    if (s->closing || !req || (!head && len) || req->kind < SL_STREAM_EXEC ||
+        req->kind > SL_STREAM_PORTFORWARD) {
+        close(fd);
+        return s->closing ? SL_ERR_CLOSED : SL_ERR_INVAL;
+    }
+    sl_stream_req *copy = sl_stream_request_copy(req);
+    if (!copy) {
+        close(fd);
+        return SL_ERR_NOMEM;
+    }
+    sl_server_config cfg = s->cfg;
+    if (limits) {
+        cfg.idle_timeout_ms = limits->idle_timeout_ms;
+        cfg.creation_timeout_ms = limits->creation_timeout_ms;
+        cfg.max_request_line = limits->max_request_line;
+        cfg.max_headers = limits->max_headers;
+        cfg.max_head_size = limits->max_head_size;
+        cfg.max_ws_message = limits->max_ws_message;
+        cfg.output_high_water = limits->output_high_water;
+    }
+    return sl_conn_adopt(s, fd, head, len, copy, &cfg);
 }
 
 size_t sl_server_session_count(const sl_server *s)

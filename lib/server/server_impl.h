@@ -6,6 +6,7 @@
 #include <uv.h>
 #include "http/http_head.h"
 #include "server/conn.h"
+#include "server/stream_req.h"
 #include "server/token_cache.h"
 #include "server/url.h"
 #include "sluice/server.h"
@@ -27,31 +28,38 @@ struct sl_server {
     int open_handles;
     void (*close_cb)(sl_server *s, void *arg);
     void *close_arg;
+    sl_server_handoff_fn handoff_fn; /* NULL: serve every session here */
+    void *handoff_arg;
 };
 
-/* Dispatches a complete request head: route, token, upgrade. leftover are
- * bytes that followed the head. */
+/* Dispatches a complete request head: route, token (or the request an
+ * adopted connection came with), then the hand-off or the upgrade.
+ * leftover are bytes that followed the head. */
 void sl_server_route(sl_server *srv, sl_conn *c, const sl_http_request *req,
                      const uint8_t *leftover, size_t len);
 
+/* Upgrades c for req (taken): WebSocket or SPDY, exec/attach or
+ * port-forward, or an error answer. */
+void sl_server_upgrade(sl_server *srv, sl_conn *c, const sl_http_request *r, sl_stream_req *req,
+                       const uint8_t *leftover, size_t len);
+
 /* Starts a WebSocket remote-command session on c (101 already decided by
  * the caller's handshake). Takes ownership of req. */
-struct sl_stream_req;
-void sl_ws_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *proto,
                     const uint8_t *leftover, size_t len);
 
 /* Starts a legacy WebSocket port-forward session on c. Takes req. */
-void sl_ws_pf_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+void sl_ws_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *proto,
                     const uint8_t *leftover, size_t len);
 
 /* SPDY sessions (101 already queued). Take req. */
-void sl_spdy_rc_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req, const char *proto,
+void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *proto,
                       const uint8_t *leftover, size_t len);
-void sl_spdy_pf_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req,
-                      const uint8_t *leftover, size_t len);
+void sl_spdy_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const uint8_t *leftover,
+                      size_t len);
 
-void sl_spdy_tunnel_start(sl_server *srv, sl_conn *c, struct sl_stream_req *req,
-                          const uint8_t *leftover, size_t len);
+void sl_spdy_tunnel_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const uint8_t *leftover,
+                          size_t len);
 
 /* Called when a connection ends, to keep the count and finish a close. */
 void sl_server_conn_gone(sl_server *srv, sl_conn *c, bool was_session);

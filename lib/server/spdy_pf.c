@@ -131,7 +131,7 @@ static bool t_congested(void *t)
     spdy_pf *x = p->owner;
     if (!p->data_id)
         return false;
-    return sl_spdy_stream_pending(x->pipe.s, p->data_id) >= x->srv->cfg.output_high_water / 2;
+    return sl_spdy_stream_pending(x->pipe.s, p->data_id) >= x->pipe.high_water / 2;
 }
 
 static void t_pause(void *t, bool pause)
@@ -211,7 +211,7 @@ static pf_pair *pair_new(spdy_pf *x, const char *rid, uint16_t port)
     uv_timer_init(x->srv->loop, &p->timer);
     p->timer.data = p;
     x->open_handles++;
-    uv_timer_start(&p->timer, pair_timeout_cb, x->srv->cfg.creation_timeout_ms, 0);
+    uv_timer_start(&p->timer, pair_timeout_cb, sl_conn_cfg(x->c)->creation_timeout_ms, 0);
     p->next = x->pairs;
     x->pairs = p;
     return p;
@@ -222,7 +222,7 @@ static void pair_start(pf_pair *p)
     spdy_pf *x = p->owner;
     uv_timer_stop(&p->timer);
     p->pf = sl_pf_new(x->srv->loop, x->srv->rt, x->req->u.pf.pod_sandbox_id, p->port, &pf_transport,
-                      p, x->srv->cfg.output_high_water);
+                      p, x->pipe.high_water);
     if (!p->pf) {
         pair_fail(p, "out of memory");
         return;
@@ -437,9 +437,11 @@ static void start_common(sl_server *srv, sl_conn *c, sl_stream_req *req, bool tu
 {
     spdy_pf *x = calloc(1, sizeof(*x));
     if (x && tunnel)
-        x->ws = sl_ws_conn_new(&tunnel_callbacks, x, sl_conn_out(c), srv->cfg.max_ws_message);
+        x->ws =
+            sl_ws_conn_new(&tunnel_callbacks, x, sl_conn_out(c), sl_conn_cfg(c)->max_ws_message);
     if (!x || (tunnel && !x->ws) ||
-        sl_spdy_pipe_init(&x->pipe, c, x->ws, &spdy_callbacks, x, srv->cfg.output_high_water) < 0) {
+        sl_spdy_pipe_init(&x->pipe, c, x->ws, &spdy_callbacks, x,
+                          sl_conn_cfg(c)->output_high_water) < 0) {
         if (x) {
             sl_spdy_pipe_fini(&x->pipe);
             if (x->ws)

@@ -88,7 +88,7 @@ static bool t_congested(void *t, int ch)
     spdy_rc *x = t;
     if (ch < 0 || ch >= NCH || !x->sid[ch])
         return sl_spdy_pipe_congested(&x->pipe);
-    return sl_spdy_stream_pending(x->pipe.s, x->sid[ch]) >= x->srv->cfg.output_high_water / 2;
+    return sl_spdy_stream_pending(x->pipe.s, x->sid[ch]) >= x->pipe.high_water / 2;
 }
 
 static void t_pause_input(void *t, int ch, bool pause)
@@ -324,8 +324,8 @@ void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char
                       const uint8_t *leftover, size_t len)
 {
     spdy_rc *x = calloc(1, sizeof(*x));
-    if (!x ||
-        sl_spdy_pipe_init(&x->pipe, c, NULL, &spdy_callbacks, x, srv->cfg.output_high_water) < 0) {
+    if (!x || sl_spdy_pipe_init(&x->pipe, c, NULL, &spdy_callbacks, x,
+                                sl_conn_cfg(c)->output_high_water) < 0) {
         if (x)
             sl_spdy_pipe_fini(&x->pipe);
         free(x);
@@ -347,8 +347,8 @@ void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char
         .req = req,
         .version = x->version,
         .json_status = x->version >= 4,
-        .idle_timeout_ms = srv->cfg.idle_timeout_ms,
-        .stdin_high_water = srv->cfg.output_high_water,
+        .idle_timeout_ms = sl_conn_cfg(c)->idle_timeout_ms,
+        .stdin_high_water = sl_conn_cfg(c)->output_high_water,
     };
     x->rc = sl_rc_new(srv->loop, srv->rt, &p, &spdy_transport, x);
     if (!x->rc) {
@@ -359,7 +359,7 @@ void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char
     }
     uv_timer_init(srv->loop, &x->timer);
     x->timer.data = x;
-    uv_timer_start(&x->timer, creation_timeout_cb, srv->cfg.creation_timeout_ms, 0);
+    uv_timer_start(&x->timer, creation_timeout_cb, sl_conn_cfg(c)->creation_timeout_ms, 0);
     sl_conn_flush(c); /* the 101 */
     sl_conn_upgrade(c, &spdy_rc_proto, x, leftover, len);
 }

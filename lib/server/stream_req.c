@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static sl_stream_req *req_new(sl_token_kind kind)
+static sl_stream_req *req_new(sl_stream_kind kind)
 {
     sl_stream_req *r = calloc(1, sizeof(*r));
     if (r)
@@ -91,4 +91,24 @@ void sl_stream_req_free(sl_stream_req *r)
         break;
     }
     free(r);
+}
+
+sl_stream_request *sl_stream_request_copy(const sl_stream_request *r)
+{
+    if (!r)
+        return NULL;
+    switch (r->kind) {
+    case SL_STREAM_EXEC:
+        return sl_stream_req_exec(&r->u.exec);
+    case SL_STREAM_ATTACH:
+        return sl_stream_req_attach(&r->u.attach);
+    case SL_STREAM_PORTFORWARD:
+        return sl_stream_req_portforward(&r->u.pf);
+    }
+    return NULL;
+}
+
+void sl_stream_request_free(sl_stream_request *r)
+{
+    sl_stream_req_free(r);
 }

@@ -1,19 +1,13 @@
 /* A CRI streaming request parked under a token: a deep copy of the exec,
- * attach or port-forward request that owns all its strings. */
+ * attach or port-forward request that owns all its strings. The public
+ * sl_stream_request under its internal name. */
 #ifndef SL_STREAM_REQ_H
 #define SL_STREAM_REQ_H
 
 #include "server/token_cache.h"
-#include "sluice/runtime.h"
+#include "sluice/server.h"
 
-typedef struct sl_stream_req {
-    sl_token_kind kind;
-    union {
-        sl_exec_request exec;
-        sl_attach_request attach;
-        sl_portforward_request pf;
-    } u;
-} sl_stream_req;
+typedef sl_stream_request sl_stream_req;
 
 /* Deep copies; NULL on ENOMEM. */
 sl_stream_req *sl_stream_req_exec(const sl_exec_request *r);

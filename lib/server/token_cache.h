@@ -7,15 +7,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sluice/server.h"
 
 #define SL_TOKEN_BYTES 16 /* 128 bits */
 #define SL_TOKEN_LEN 22   /* base64url, no padding */
 
-typedef enum sl_token_kind {
-    SL_TOKEN_EXEC = 1,
-    SL_TOKEN_ATTACH = 2,
-    SL_TOKEN_PORTFORWARD = 3,
-} sl_token_kind;
+/* A token's kind is the kind of the request it parks. */
+typedef sl_stream_kind sl_token_kind;
+#define SL_TOKEN_EXEC SL_STREAM_EXEC
+#define SL_TOKEN_ATTACH SL_STREAM_ATTACH
+#define SL_TOKEN_PORTFORWARD SL_STREAM_PORTFORWARD
 
 typedef struct sl_token_cache sl_token_cache;
 

@@ -172,7 +172,7 @@ void sl_ws_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
     size_t n = req->u.pf.nports;
     pf_slot *slots = calloc(n ? n : 1, sizeof(*slots));
     if (w)
-        w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), srv->cfg.max_ws_message);
+        w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), sl_conn_cfg(c)->max_ws_message);
     if (!w || !slots || !w->ws) {
         if (w && w->ws)
             sl_ws_conn_free(w->ws);
@@ -195,7 +195,7 @@ void sl_ws_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         slots[i].index = (uint8_t)i;
         slots[i].port = req->u.pf.ports[i];
         slots[i].pf = sl_pf_new(srv->loop, srv->rt, req->u.pf.pod_sandbox_id, slots[i].port,
-                                &pf_transport, &slots[i], srv->cfg.output_high_water);
+                                &pf_transport, &slots[i], sl_conn_cfg(c)->output_high_water);
         if (!slots[i].pf) {
             slots[i].done = true;
             w->ndone++;

@@ -189,10 +189,10 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         .req = req,
         .version = w->version,
         .json_status = w->version >= 4,
-        .idle_timeout_ms = srv->cfg.idle_timeout_ms,
-        .stdin_high_water = srv->cfg.output_high_water,
+        .idle_timeout_ms = sl_conn_cfg(c)->idle_timeout_ms,
+        .stdin_high_water = sl_conn_cfg(c)->output_high_water,
     };
-    w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), srv->cfg.max_ws_message);
+    w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), sl_conn_cfg(c)->max_ws_message);
     w->rc = w->ws ? sl_rc_new(srv->loop, srv->rt, &p, &ws_transport, w) : NULL;
     if (!w->rc) {
         if (w->ws)
