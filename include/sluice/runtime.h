@@ -104,7 +104,9 @@ typedef struct sl_runtime_ops {
     /* Connect to `port` in sandbox `sandbox_id`; answer with
      * sl_pfconn_connected() or sl_pfconn_failed(), now or later. */
     void (*portforward_connect)(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port);
-    /* The forwarded connection is over before the runtime answered. */
+    /* Optional. The forwarded connection is over before the runtime
+     * answered: stop connecting. The runtime still answers exactly once
+     * (sl_pfconn_failed, now or later), which releases the handle. */
     void (*portforward_cancel)(void *rt, sl_pfconn *conn);
     /* Optional. An attach client's stdin ended (see above); called at most
      * once per session, after sl_proc_started, with stdin_fd already closed.

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +36,15 @@ void mon_log(int level, const char *fmt, ...)
 
 typedef struct opts {
     const char *pod_id, *run_dir, *state_dir, *runtime;
+    const char *netns; /* the pod's network namespace, joined at start */
     bool foreground;
 } opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
-               "                  [--log-level error|warn|info|debug] [--foreground]\n");
+               "                  [--netns PATH] [--log-level error|warn|info|debug]\n"
+               "                  [--foreground]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -50,6 +53,7 @@ static int parse(int argc, char **argv, opts *o)
                                           {"run-dir", required_argument, NULL, 'r'},
                                           {"state-dir", required_argument, NULL, 's'},
                                           {"runtime", required_argument, NULL, 'R'},
+                                          {"netns", required_argument, NULL, 'n'},
                                           {"log-level", required_argument, NULL, 'l'},
                                           {"foreground", no_argument, NULL, 'f'},
                                           {"help", no_argument, NULL, 'h'},
@@ -69,6 +73,9 @@ static int parse(int argc, char **argv, opts *o)
             break;
         case 'R':
             o->runtime = optarg;
+            break;
+        case 'n':
+            o->netns = optarg;
             break;
         case 'f':
             o->foreground = true;
@@ -164,13 +171,30 @@ static int detach_stdio(mon *m, bool foreground, sl_error *e)
     return 0;
 }
 
-static int start(mon *m, sl_error *e)
+/* Port-forward connects start in the pod's network namespace; the monitor
+ * needs no other network (its sockets are unix ones, bound by path). */
+static int join_netns(const char *path, sl_error *e)
 {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return sl_error_set(e, err, "join the pod network namespace %s", path);
+    }
+    close(fd);
+    return 0;
+}
+
+static int start(mon *m, const opts *o, sl_error *e)
+{
+    if (o->netns && join_netns(o->netns, e) < 0)
+        return -1;
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         return sl_error_set(e, errno, "PR_SET_CHILD_SUBREAPER");
     if (!(m->loop = sl_mloop_new()))
         return sl_error_set(e, errno, "event loop");
-    if (mon_signals_start(m, e) < 0 || mon_server_start(m, e) < 0)
+    if (mon_signals_start(m, e) < 0 || mon_sess_start(m, e) < 0 || mon_server_start(m, e) < 0)
         return -1;
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -190,6 +214,7 @@ static void free_paths(mon *m)
 
 static void finish(mon *m)
 {
+    mon_sess_stop(m); /* while the execs and containers it uses still exist */
     mon_exec_release_all(m);
     mon_ctr_release_all(m);
     mon_jobs_release_all(m);
@@ -247,7 +272,7 @@ int main(int argc, char **argv)
         close(ready[0]);
     }
     sl_raise_nofile();
-    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &e) < 0 ? -1 : 0;
+    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &o, &e) < 0 ? -1 : 0;
     const char *msg = rc < 0 ? e.msg : "ok";
     if (ready[1] >= 0) {
         if (write(ready[1], msg, strlen(msg)) < 0)

@@ -46,11 +46,18 @@ enum { MON_ERR, MON_WARN, MON_INFO, MON_DEBUG };
 void mon_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 extern int mon_log_level;
 
+/* The reply to a request the monitor made to itself (mon_sess.c): ok with
+ * fields (borrowed) and fds (owned by the callee), or not ok with err. */
+typedef void (*mon_local_fn)(mon *m, void *arg, bool ok, const json_t *fields, int *fds,
+                             const char *const *names, size_t nfds, const char *err);
+
 /* A request whose reply may come later. */
 typedef struct mon_req {
     struct mon_req *next; /* in a waiter list */
-    uint64_t conn;        /* connection id */
+    uint64_t conn;        /* connection id; 0 = made by the monitor itself */
     json_t *id;           /* the request's id (reference) */
+    mon_local_fn local;   /* conn 0: where the reply goes */
+    void *local_arg;
 } mon_req;
 
 typedef struct mon_conn {
@@ -121,7 +128,8 @@ struct mon_exec {
     char ctr_id[SL_MON_MAX_ID + 1];
     char *dir, *pid_file;
     bool tty;
-    pid_t pid; /* the exec'd process, from the pid file; 0 = not known */
+    pid_t pid;     /* the exec'd process, from the pid file; 0 = not known */
+    uint64_t conn; /* the connection that asked for it (0: a session here) */
     mon_job *job;
     bool exited; /* the exit code is known */
     int exit_code;
@@ -159,6 +167,7 @@ struct mon {
     sl_mtimer *shutdown_timer;
     sl_mtimer *conn_reap_timer;
     int exit_status;
+    struct mon_sess_state *sess; /* streaming sessions served here (mon_sess.c) */
 };
 
 /* mon_server.c: control socket, requests, replies, events */
@@ -266,8 +275,24 @@ void mon_exec_kill(mon *m, mon_req *r, const json_t *msg);
 void mon_resize(mon *m, mon_req *r, const json_t *msg);
 /* Kills every exec (shutdown / container removal); ctr_id NULL = all. */
 void mon_exec_kill_all(mon *m, const char *ctr_id);
+/* A control connection closed: the execs it asked for lost the reader of
+ * their output (sluiced's ExecSync), so they are killed rather than left
+ * blocking on a full pipe. */
+void mon_exec_conn_gone(mon *m, uint64_t conn);
 /* Called by the reaper: true when pid was a detached exec's process. */
 bool mon_exec_reaped(mon *m, pid_t pid, int status);
+
+/* mon_sess.c: streaming sessions handed over by sluiced, served on the
+ * monitor's loop with libsluice */
+int mon_sess_start(mon *m, sl_error *e);
+/* Ends every session and waits (running the loop) until they are closed. */
+void mon_sess_stop(mon *m);
+/* The `session` request: fds are taken. */
+void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nfds);
+/* Every event also goes to the sessions served here (borrowed). */
+void mon_sess_event(mon *m, const json_t *ev);
+/* Runs a request in-process: its reply goes to fn. r_msg is borrowed. */
+void mon_local_request(mon *m, const json_t *msg, mon_local_fn fn, void *arg);
 
 /* TIOCSWINSZ; 0 or -1. */
 int mon_set_winsize(int fd, int w, int h);

@@ -355,6 +355,7 @@ void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
         mon_reply_err(m, r, "exec: %s", e.msg);
         return;
     }
+    x->conn = r->conn;
     mon_log(MON_INFO, "exec %s in %s: runc pid %d", x->id, x->ctr_id, (int)mon_job_pid(x->job));
     if (a.tty) {
         x->reply = r;
@@ -430,6 +431,16 @@ void mon_exec_kill_all(mon *m, const char *ctr_id)
     for (mon_exec *x = m->execs; x; x = x->next)
         if (!ctr_id || strcmp(x->ctr_id, ctr_id) == 0)
             kill_exec(x);
+}
+
+void mon_exec_conn_gone(mon *m, uint64_t conn)
+{
+    for (mon_exec *x = m->execs; x; x = x->next) {
+        if (x->conn != conn || !conn)
+            continue;
+        mon_log(MON_INFO, "exec %s: its connection closed, killing it", x->id);
+        kill_exec(x);
+    }
 }
 
 void mon_resize(mon *m, mon_req *r, const json_t *msg)

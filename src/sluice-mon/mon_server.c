@@ -32,6 +32,11 @@ static const struct {
     {"shutdown", shutdown_req}, {"update", mon_ctr_update},
 };
 
+static bool takes_fds(const char *type)
+{
+    return strcmp(type, "session") == 0;
+}
+
 mon_req *mon_req_new(uint64_t conn, const json_t *msg)
 {
     mon_req *r = calloc(1, sizeof(*r));
@@ -95,6 +100,7 @@ static void conn_close_later(mon *m, mon_conn *c)
     mon_log(MON_DEBUG, "connection %llu closed", (unsigned long long)c->id);
     sl_mwatch_free(c->w);
     c->w = NULL;
+    mon_exec_conn_gone(m, c->id);
     if (!m->conn_reap_timer)
         m->conn_reap_timer = sl_mloop_timer(m->loop, 0, reap_conns_cb, m);
 }
@@ -114,9 +120,25 @@ static void send_to(mon *m, mon_conn *c, json_t *msg, const int *fds, size_t nfd
     conn_sent(m, c, sl_mon_conn_send(&c->c, msg, fds, nfds));
 }
 
+/* A request the monitor made itself: the reply goes to its callback. */
+static void reply_local(mon *m, mon_req *r, json_t *fields, const int *fds,
+                        const char *const *names, size_t nfds)
+{
+    int own[SL_MON_MAX_FDS];
+    for (size_t i = 0; i < nfds && i < SL_MON_MAX_FDS; i++)
+        own[i] = fds[i];
+    r->local(m, r->local_arg, true, fields, own, names, nfds, NULL);
+    json_decref(fields);
+    mon_req_free(r);
+}
+
 void mon_reply(mon *m, mon_req *r, json_t *fields, const int *fds, const char *const *names,
                size_t nfds)
 {
+    if (r->local) {
+        reply_local(m, r, fields, fds, names, nfds);
+        return;
+    }
     mon_conn *c = find_conn(m, r->conn);
     json_t *reply = json_pack("{s:s, s:O, s:b}", "type", "reply", "id", r->id, "ok", 1);
     if (reply && fields)
@@ -146,6 +168,11 @@ void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
     mon_log(MON_INFO, "request failed: %s", text);
+    if (r->local) {
+        r->local(m, r->local_arg, false, NULL, NULL, NULL, 0, text);
+        mon_req_free(r);
+        return;
+    }
     mon_conn *c = find_conn(m, r->conn);
     json_t *reply =
         json_pack("{s:s, s:O, s:b, s:s?}", "type", "reply", "id", r->id, "ok", 0, "error", text);
@@ -172,6 +199,8 @@ void mon_event(mon *m, json_t *ev)
     for (mon_conn *c = m->conns; c; c = c->next)
         if (c->w && c->hello)
             send_to(m, c, ev, NULL, 0);
+    if (ev)
+        mon_sess_event(m, ev);
     json_decref(ev);
 }
 
@@ -191,10 +220,11 @@ static void hello(mon *m, mon_req *r, const json_t *msg)
     for (mon_ctr *ctr = m->ctrs; ctr; ctr = ctr->next)
         if (ctr->state != CTR_CREATING)
             json_array_append_new(list, mon_ctr_json(ctr));
-    mon_reply(
-        m, r,
-        json_pack("{s:s, s:i, s:o}", "pod_id", m->pod_id, "pid", (int)getpid(), "containers", list),
-        NULL, NULL, 0);
+    /* sessions: this monitor serves streaming connections (`session`). */
+    mon_reply(m, r,
+              json_pack("{s:s, s:i, s:o, s:b}", "pod_id", m->pod_id, "pid", (int)getpid(),
+                        "containers", list, "sessions", 1),
+              NULL, NULL, 0);
 }
 
 static void shutdown_req(mon *m, mon_req *r, const json_t *msg)
@@ -203,32 +233,67 @@ static void shutdown_req(mon *m, mon_req *r, const json_t *msg)
     mon_shutdown(m, r);
 }
 
-static void dispatch(mon *m, mon_conn *c, const json_t *msg)
+static handler_fn find_handler(const char *type)
+{
+    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++)
+        if (strcmp(handlers[i].type, type) == 0)
+            return handlers[i].fn;
+    return NULL;
+}
+
+static void close_fds(int *fds, size_t nfds)
+{
+    for (size_t k = 0; k < nfds; k++)
+        close(fds[k]);
+}
+
+/* fds are taken. */
+static void dispatch(mon *m, mon_conn *c, const json_t *msg, int *fds, size_t nfds)
 {
     const char *type = sl_mon_str(msg, "type");
     mon_req *r = mon_req_new(c->id, msg);
+    const char *why = !r                                        ? "out of memory"
+                      : !json_is_integer(r->id)                 ? "request without a numeric id"
+                      : !c->hello && strcmp(type, "hello") != 0 ? "the first request must be hello"
+                      : m->shutting_down && strcmp(type, "hello") != 0
+                          ? "the monitor is shutting down"
+                          : NULL;
+    if (why || !takes_fds(type))
+        close_fds(fds, nfds); /* only a session carries fds */
     if (!r)
         return;
-    if (!json_is_integer(r->id)) {
-        mon_reply_err(m, r, "request without a numeric id");
-        return;
-    }
-    if (!c->hello && strcmp(type, "hello") != 0) {
-        mon_reply_err(m, r, "the first request must be hello");
-        return;
-    }
-    if (m->shutting_down && strcmp(type, "hello") != 0) {
-        mon_reply_err(m, r, "the monitor is shutting down");
+    if (why) {
+        mon_reply_err(m, r, "%s", why);
         return;
     }
     mon_log(MON_DEBUG, "request %s", type);
-    for (size_t i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
-        if (strcmp(handlers[i].type, type) == 0) {
-            handlers[i].fn(m, r, msg);
-            return;
-        }
+    if (takes_fds(type)) {
+        mon_sess_request(m, r, msg, fds, nfds);
+        return;
     }
-    mon_reply_err(m, r, "unknown request type '%.64s'", type);
+    handler_fn fn = find_handler(type);
+    if (fn)
+        fn(m, r, msg);
+    else
+        mon_reply_err(m, r, "unknown request type '%.64s'", type);
+}
+
+void mon_local_request(mon *m, const json_t *msg, mon_local_fn fn, void *arg)
+{
+    mon_req *r = mon_req_new(0, msg);
+    if (!r) {
+        fn(m, arg, false, NULL, NULL, NULL, 0, "out of memory");
+        return;
+    }
+    r->local = fn;
+    r->local_arg = arg;
+    handler_fn h = find_handler(sl_mon_str(msg, "type"));
+    if (m->shutting_down)
+        mon_reply_err(m, r, "the monitor is shutting down");
+    else if (!h)
+        mon_reply_err(m, r, "unknown request type");
+    else
+        h(m, r, msg);
 }
 
 static void conn_read(mon *m, mon_conn *c)
@@ -254,9 +319,7 @@ static void conn_read(mon *m, mon_conn *c)
             conn_close_later(m, c);
             return;
         }
-        for (size_t k = 0; k < nfds; k++)
-            close(fds[k]); /* no request carries fds */
-        dispatch(m, c, msg);
+        dispatch(m, c, msg, fds, nfds);
         json_decref(msg);
     }
 }

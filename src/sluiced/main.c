@@ -10,6 +10,7 @@
 #include "config/config.h"
 #include "cri/service.h"
 #include "cri/sluice_version.h"
+#include "cri/stream_handoff.h"
 #include "fsutil.h"
 #include "grpc/grpc_server.h"
 #include "sluice/server.h"
@@ -22,6 +23,7 @@ typedef struct sluiced {
     sl_config cfg;
     sl_cri cri;
     sl_server *stream;
+    sl_stream_handoff *handoff; /* sessions go to the pod monitors */
     sl_grpc_server *grpc;
     uv_signal_t sigint, sigterm;
     bool stopping; /* close requested */
@@ -60,6 +62,9 @@ static int start_stream(sluiced *d, sl_error *e)
         return sl_error_set(e, rc == SL_ERR_SYS ? errno : 0, "streaming server on %s port %u: %s",
                             sc.address, sc.port, sl_strerror(rc));
     d->cri.stream = d->stream;
+    d->handoff = sl_stream_handoff_enable(d->stream, &d->cri.rt, &sc, d->cfg.pf_connect_timeout_ms);
+    if (!d->handoff)
+        return sl_error_set(e, ENOMEM, "streaming server");
     return 0;
 }
 
@@ -152,6 +157,7 @@ static void cleanup(sluiced *d)
     }
     sl_grpc_server_free(d->grpc);
     sl_server_free(d->stream);
+    sl_stream_handoff_free(d->handoff);
     sl_cri_fini(&d->cri);
     if (uv_loop_close(d->loop) != 0)
         fprintf(stderr, "sluiced: handles left open at exit\n");

@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "mon_proto.h"
+#include "mon_session.h"
 #include "server/url.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
@@ -69,6 +70,8 @@ static const key keys[] = {
     {"max-ws-message", K_U32, F(max_ws_message), 1, U32MAX, "BYTES",
      "one reassembled WebSocket message"},
     {"max-sessions", K_U32, F(max_sessions), 1, U32MAX, "N", "concurrent streaming sessions"},
+    {"portforward-connect-timeout-ms", K_U32, F(pf_connect_timeout_ms), 1, U32MAX, "MS",
+     "a port-forward connect inside the pod gives up after this"},
     {"max-recv-message", K_U32, F(max_recv_message), 1024, I32MAX, "BYTES",
      "largest gRPC request message (else RESOURCE_EXHAUSTED)"},
     {"max-grpc-streams", K_U32, F(max_grpc_streams), 1, I32MAX, "N",
@@ -111,6 +114,7 @@ void sl_config_init(sl_config *c)
     c->max_head_size = SL_DEFAULT_MAX_HEAD_SIZE;
     c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
     c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
+    c->pf_connect_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;

@@ -33,6 +33,7 @@ struct sl_monc {
     pending *pend;
     int64_t next_id;
     bool dead, closing;
+    bool sessions; /* the hello reply said "sessions": true */
 };
 
 /* ---- start ---- */
@@ -68,7 +69,8 @@ static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
 }
 
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e)
+                  const char *state_dir, const char *runtime, const char *netns, pid_t *pid,
+                  sl_error *e)
 {
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0)
@@ -78,7 +80,8 @@ int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
         dup2(out[1], 1);
         dup2(out[1], 2);
         execl(mon_path, mon_path, "--pod-id", pod_id, "--run-dir", run_dir, "--state-dir",
-              state_dir, "--runtime", runtime, (char *)NULL);
+              state_dir, "--runtime", runtime, netns ? "--netns" : (char *)NULL, netns,
+              (char *)NULL);
         fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
         _exit(127);
     }
@@ -201,6 +204,15 @@ static void update_poll(sl_monc *m)
     uv_poll_start(&m->poll, ev, poll_cb);
 }
 
+static void hello_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
+{
+    sl_monc *m = arg;
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (reply)
+        m->sessions = json_is_true(json_object_get(reply, "sessions"));
+}
+
 sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,
                          void *event_arg, sl_error *e)
 {
@@ -235,10 +247,10 @@ sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn 
     sl_mon_conn_init(&m->conn, fd);
     update_poll(m);
     /* Every connection starts with hello (the protocol's version check);
-     * requests after it are ordered behind it. */
+     * requests after it are ordered behind it, and so are their replies. */
     if (sl_monc_request(m,
                         json_pack("{s:s, s:i}", "type", "hello", "version", SL_MON_PROTO_VERSION),
-                        NULL, 0, NULL, NULL, e) < 0) {
+                        NULL, 0, hello_cb, m, e) < 0) {
         sl_monc_close(m);
         return NULL;
     }
@@ -275,6 +287,11 @@ int sl_monc_request(sl_monc *m, json_t *req, const int *fds, size_t nfds, sl_mon
 bool sl_monc_alive(const sl_monc *m)
 {
     return m && !m->dead;
+}
+
+bool sl_monc_serves_sessions(const sl_monc *m)
+{
+    return m && m->sessions;
 }
 
 static void closed_cb(uv_handle_t *h)

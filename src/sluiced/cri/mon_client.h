@@ -23,11 +23,14 @@ typedef void (*sl_monc_reply_fn)(void *arg, const json_t *reply, int *fds, size_
  * connection is lost. */
 typedef void (*sl_monc_event_fn)(void *arg, const json_t *event);
 
-/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R`
- * and waits until it reports its pid (it detaches and listens first).
- * Returns 0 with *pid, or -1 (*e with the monitor's own words). */
+/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R
+ * [--netns NETNS]` and waits until it reports its pid (it detaches and
+ * listens first). netns (NULL for a host-network pod) is the pod's network
+ * namespace, where the monitor makes port-forward connections. Returns 0
+ * with *pid, or -1 (*e with the monitor's own words). */
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e);
+                  const char *state_dir, const char *runtime, const char *netns, pid_t *pid,
+                  sl_error *e);
 
 /* Connects to <run_dir>/mon.sock. Returns the connection or NULL (*e). */
 sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,
@@ -42,6 +45,10 @@ int sl_monc_request(sl_monc *m, json_t *req, const int *fds, size_t nfds, sl_mon
 
 /* True while the connection works. */
 bool sl_monc_alive(const sl_monc *m);
+
+/* True once the monitor's hello reply said it serves streaming sessions
+ * (`session`); a monitor started by an older sluiced does not. */
+bool sl_monc_serves_sessions(const sl_monc *m);
 
 /* Closes the connection; pending requests get a NULL reply now. */
 void sl_monc_close(sl_monc *m);

@@ -157,6 +157,18 @@ static int create_pod(sl_rt *rt, const char *id, const char *run_dir, const sl_p
     return 0;
 }
 
+/* The monitor lives in the pod's network (made by create_pod), where it
+ * makes port-forward connections. */
+static int spawn_monitor(sl_rt *rt, const char *id, const char *run_dir, const sl_pod_ns_opts *ns,
+                         pid_t *pid, sl_error *e)
+{
+    SL_AUTOFREE char *netns = ns->host_network ? NULL : sl_pod_ns_path(ns->dir, "net");
+    if (!ns->host_network && !netns)
+        return sl_error_set(e, ENOENT, "the pod's network namespace file is missing");
+    return sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path,
+                         netns, pid, e);
+}
+
 void sl_cri_run_pod(sl_grpc_call *call, void *arg)
 {
     sl_rt *rt = cri_rt(arg);
@@ -204,8 +216,7 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     }
     pid_t mon_pid = 0;
     if (!run_dir || !ns_dir || !rec || create_pod(rt, id, run_dir, &ns, c, rec, &e) < 0 ||
-        sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path,
-                      &mon_pid, &e) < 0) {
+        spawn_monitor(rt, id, run_dir, &ns, &mon_pid, &e) < 0) {
         unwind(rt, id, run_dir, ns_dir, c, json_string_value(json_object_get(rec, "cni_result")));
         json_decref(rec);
         sl_grpc_call_fail_error(call, &e);
