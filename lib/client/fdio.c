@@ -268,6 +268,13 @@ void sl_fdio_shutdown(sl_fdio *f)
     update(f);
 }
 
+void sl_fdio_reset(sl_fdio *f)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    if (!f->freed && f->is_socket)
+        setsockopt(f->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 bool sl_fdio_failed(const sl_fdio *f)
 {
     return f->write_failed;

@@ -48,6 +48,10 @@ size_t sl_fdio_queued(const sl_fdio *f);
 /* Once the queue is written: shutdown(SHUT_WR) for a socket (nothing for
  * other fds). Later writes fail. */
 void sl_fdio_shutdown(sl_fdio *f);
+/* For a socket: its close (at free) resets the connection (RST) instead
+ * of ending it cleanly, so the peer sees an error, not a complete stream.
+ * Nothing for other fds. */
+void sl_fdio_reset(sl_fdio *f);
 /* True once a write error happened. */
 bool sl_fdio_failed(const sl_fdio *f);
 /* Stops everything, restores the fd's flags, closes it if owned; the

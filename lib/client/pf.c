@@ -140,6 +140,10 @@ static void lconn_close(lconn *l, const char *err)
     if (l->k)
         sl_cpf_abort(pf->cpf, l->k);
     set_over(l, false);
+    /* A connection cut by a failure must not look complete to the local
+     * application: it gets a reset, not an end of stream. */
+    if (err)
+        sl_fdio_reset(l->io);
     sl_fdio_free(l->io);
     pf->nactive--;
     post(pf, false, l->id, 0, err);
