@@ -501,6 +501,12 @@ int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_clie
     return 0;
 }
 
+bool sl_cri_client_reusable(const sl_cri_client *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
+    return !c->broken && poll(&p, 1, 0) == 0;
+}
+
 const char *sl_cri_client_endpoint(const sl_cri_client *c)
 {
     return c->endpoint;

@@ -79,6 +79,11 @@ int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessag
                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                        uint32_t timeout_ms, sl_cri_err *err);
 
+/* False when an idle client's connection is known to be over: broken, or
+ * its peer closed it or sent something unasked (a restarted runtime closed
+ * the connections of the one before). A pool checks this before reuse. */
+bool sl_cri_client_reusable(const sl_cri_client *c);
+
 /* The endpoint as given to connect. */
 const char *sl_cri_client_endpoint(const sl_cri_client *c);
 

@@ -7,13 +7,20 @@
 
 sl_cri_client *sk_cri_get(sk_server *srv, sl_cri_err *err)
 {
+    for (;;) {
+        sl_cri_client *cli = NULL;
+        pthread_mutex_lock(&srv->pool_lock);
+        if (srv->npool > 0)
+            cli = srv->pool[--srv->npool];
+        pthread_mutex_unlock(&srv->pool_lock);
+        if (!cli)
+            break;
+        /* After a restart of the runtime the pooled connections are over. */
+        if (sl_cri_client_reusable(cli))
+            return cli;
+        sl_cri_client_free(cli);
+    }
     sl_cri_client *cli = NULL;
-    pthread_mutex_lock(&srv->pool_lock);
-    if (srv->npool > 0)
-        cli = srv->pool[--srv->npool];
-    pthread_mutex_unlock(&srv->pool_lock);
-    if (cli)
-        return cli;
     if (sl_cri_client_connect(srv->cfg.endpoint, 0, &cli, err) != 0)
         return NULL;
     return cli;

@@ -375,8 +375,9 @@ export class SluicedInstance {
       throw new Error(`sluiced (pid ${this.proc.proc.pid}) still runs: kill or stop it first`);
     this.cri?.close();
     this.cri = null;
+    // this.binary: another copy of sluiced (an upgrade), else SLUICED
     this.proc = new SluicedProc(
-      spawn(SLUICED, this.args(), { stdio: ['ignore', 'pipe', 'pipe'], env: this.env() }),
+      spawn(this.binary || SLUICED, this.args(), { stdio: ['ignore', 'pipe', 'pipe'], env: this.env() }),
       this.root);
     this.procs.push(this.proc);
     await this.proc.waitBanner();
