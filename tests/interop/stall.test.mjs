@@ -2,12 +2,14 @@
 // kubectl through sluice-kube on sluiced, each transport (WebSocket: the
 // port-forward runs SPDY tunnelled in WebSocket messages), exec stdout and
 // port-forward. The client stops reading for STALL_MS while 1 GiB waits;
-// sluiced (and sluice-kube) must stay within a few MiB of memory meanwhile
-// and, once the client reads again, every byte must arrive.
+// sluiced, the pod's monitor (which serves the session) and sluice-kube must
+// stay within a few MiB of memory meanwhile and, once the client reads
+// again, every byte must arrive.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import {
   freePort, KubeFront, kubeSkipReason, runPodRetry, sleep, TRANSPORTS, waitOutput,
@@ -81,6 +83,7 @@ async function stallAndDrain(stream, pids) {
 
 function checkGrowth(r, names) {
   names.forEach((name, i) => {
+    console.log(`# ${name}: ${r.before[i]} KiB before the stall, at most ${r.peak[i]} KiB during it`);
     const grew = r.peak[i] - r.before[i];
     assert.ok(grew < MAX_GROWTH_KIB,
       `${name} grew ${grew} KiB while the client did not read (${r.before[i]} -> ${r.peak[i]} KiB)`);
@@ -92,6 +95,9 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
   let want;
   const fronts = {};
   let pfPort;
+  let monPid; // the pod's monitor: the sessions live there
+  const names = ['sluiced', 'sluice-kube', 'sluice-mon'];
+  const pids = (kf) => [sd.proc.proc.pid, kf.proc.pid, monPid];
 
   before(async () => {
     // ASan keeps freed memory in quarantine (256 MiB by default), which
@@ -103,6 +109,7 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
       command: ['sh', '-c', `while :; do yes 0123456789abcdef | head -c ${SIZE} | ` +
         `nc -l -p ${pfPort}; done`],
     });
+    monPid = Number(fs.readFileSync(path.join(sd.runDir, 'pods', pod.id, 'mon.pid'), 'utf8'));
     fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
     fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
     want = expectedSha();
@@ -122,9 +129,9 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
         let stderr = '';
         p.stderr.on('data', (d) => { stderr += d; });
         const exited = new Promise((resolve) => p.on('close', (code) => resolve(code)));
-        const r = await stallAndDrain(p.stdout, [sd.proc.proc.pid, kf.proc.pid]);
+        const r = await stallAndDrain(p.stdout, pids(kf));
         assert.equal(await exited, 0, stderr);
-        checkGrowth(r, ['sluiced', 'sluice-kube']);
+        checkGrowth(r, names);
         assert.equal(r.bytes, SIZE, `stalled at ${r.atStall}`);
         assert.equal(r.sha, want);
       });
@@ -137,8 +144,8 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
         try {
           const m = await waitOutput(p.stdout, /Forwarding from 127\.0\.0\.1:(\d+) ->/);
           const sock = net.connect(Number(m[1]), '127.0.0.1');
-          const r = await stallAndDrain(sock, [sd.proc.proc.pid, kf.proc.pid]);
-          checkGrowth(r, ['sluiced', 'sluice-kube']);
+          const r = await stallAndDrain(sock, pids(kf));
+          checkGrowth(r, names);
           assert.equal(r.bytes, SIZE, `stalled at ${r.atStall}`);
           assert.equal(r.sha, want);
         } finally {
