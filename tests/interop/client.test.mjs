@@ -356,10 +356,14 @@ describe('port-forward', () => {
     const live = await connectLocal(ports[1]);
     const gotLive = readAll(live);
     live.write('before\n');
-    const bad = await connectLocal(ports[0]);
-    const badEnd = new Promise((resolve) => bad.on('close', resolve));
-    bad.on('error', () => {});
-    await badEnd; // the tool closed it after the server's error text
+    // The tool resets it after the server's error text: the local
+    // application sees an error, not an empty stream that ended well.
+    const badEnd = await new Promise((resolve) => {
+      const bad = net.connect(ports[0], '127.0.0.1');
+      bad.on('error', (e) => resolve(e.code));
+      bad.on('end', () => resolve('end'));
+    });
+    assert.equal(badEnd, 'ECONNRESET');
     await waitFor(() => /an error occurred forwarding connection \d+: error forwarding port/
       .test(r.stderr), 'the per-connection error');
     live.end('after\n');
