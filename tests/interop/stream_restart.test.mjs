@@ -11,12 +11,16 @@
 // states true, and a new exec served at once. Also: an ExecSync cut by the
 // kill does not leave its process blocked on a pipe, and a port-forward cut
 // by a real failure (its monitor killed) resets sluicectl's local
-// connection. Needs root, runc, busybox-static, CNI plugins, go and kubectl.
+// connection, and a port-forward to a listener that never accepts gives up
+// after portforward-connect-timeout-ms without stalling the monitor's other
+// sessions. Needs root, runc, busybox-static, CNI plugins, go, kubectl and
+// python3 (the never-accepting listener).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ensureGoClient, goClientSkip } from './lib/goclient.mjs';
@@ -32,6 +36,7 @@ const HOLD_AT = 64 * MiB; // the transfer is held and sluiced restarted here
 const HTTP_PORT = 8080;
 const NS = 'sluice-test';
 const TRANSFER_MS = 240000;
+const PF_CONNECT_TIMEOUT_MS = 2000;
 
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
 
@@ -112,8 +117,8 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
   const restarts = []; // {how, downMs, firstExecMs}
 
   before(async () => {
-    sd = await SluicedInstance.start({ label: 'srst',
-      cni: { bridge: 'slt-srst', subnet: '10.89.12.0/24' } });
+    sd = await SluicedInstance.start({ label: 'srst', args: ['--portforward-connect-timeout-ms',
+      String(PF_CONNECT_TIMEOUT_MS)], cni: { bridge: 'slt-srst', subnet: '10.89.12.0/24' } });
     pod = await sd.runPod('data');
     const mk = `head -c ${BLOB} /dev/urandom > /tmp/blob && sha256sum /tmp/blob > /tmp/sum && touch /tmp/ready`;
     src = await sd.runContainer(pod, 'src',
@@ -461,6 +466,57 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
         .stdout.toString().trim();
     }
     assert.equal(state, 'gone', `yes (pid ${pid}) still runs`);
+  });
+
+  const noPython = spawnSync('python3', ['-c', '0']).status !== 0 ? 'python3 is not installed' : false;
+  test('a pod port whose listener never accepts: the connect gives up after ' +
+    'portforward-connect-timeout-ms, and the monitor\'s other sessions go on meanwhile',
+  { skip: noPython }, async () => {
+    // A host-network pod: its monitor connects in the host's network, where
+    // this listener (backlog 0, never accepting) has a full queue.
+    const hpod = await sd.runPod('hostnet', { hostNetwork: true });
+    const ctr = await sd.runContainer(hpod, 'c', { command: ['sleep', '100000'] });
+    const py = spawn('python3', ['-c', 'import socket,sys,time\n' +
+      's=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(0)\n' +
+      'print(s.getsockname()[1], flush=True)\ntime.sleep(600)\n'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const fillers = [];
+    try {
+      const port = Number((await waitOutput(py.stdout, /^(\d+)\n/m))[1]);
+      // Fill its queue: connects that complete, until one does not.
+      for (let i = 0; i < 8; i++) {
+        const c = new net.Socket();
+        fillers.push(c);
+        c.on('error', () => {});
+        const ok = await new Promise((resolve) => {
+          const t = setTimeout(() => resolve(false), 300);
+          c.connect(port, '127.0.0.1', () => { clearTimeout(t); resolve(true); });
+        });
+        if (!ok) break;
+      }
+      // Another session of the same monitor ticks meanwhile.
+      const ticks = [];
+      const ticker = await connect(wsUrl(await sd.execUrl(ctr, ['sh', '-c',
+        'i=0; while [ $i -lt 40 ]; do echo $i; i=$((i+1)); sleep 0.1; done'])), {
+        protocols: [V5], sink: (ch) => { if (ch === CH.STDOUT) ticks.push(Date.now()); } });
+      const t0 = Date.now();
+      const s = await connect(wsUrl(await sd.portForwardUrl(hpod.id, [port])), { protocols: [V4] });
+      await s.waitFor((x) => x.channel(1).length > 2, 'the error text', 10000);
+      const took = Date.now() - t0;
+      const err = s.channel(1).subarray(2).toString();
+      assert.match(err, new RegExp(`failed to connect to localhost:${port}: no answer within ` +
+        `${PF_CONNECT_TIMEOUT_MS} ms`));
+      assert.ok(took >= PF_CONNECT_TIMEOUT_MS - 100 && took < PF_CONNECT_TIMEOUT_MS + 1500,
+        `gave up after ${took} ms`);
+      s.ws.close(1000);
+      await ticker.waitClosed(10000);
+      const during = ticks.filter((t) => t >= t0 && t <= t0 + took);
+      const gaps = during.slice(1).map((t, i) => t - during[i]);
+      assert.ok(during.length >= 10, `${during.length} ticks while connecting`);
+      assert.ok(Math.max(...gaps) < 500, `a gap of ${Math.max(...gaps)} ms in the other session`);
+    } finally {
+      for (const c of fillers) c.destroy();
+      py.kill('SIGKILL');
+    }
   });
 
   test('no sanitizer report from sluiced or the monitors so far', () => {
