@@ -8,12 +8,18 @@
 /* A method served by handler h, request type r (protobuf-c lower name). */
 #define M(svc, name, r, h)                                                                         \
     {                                                                                              \
-        svc #name, &runtime__v1__##r##__descriptor, h                                              \
+        .path = svc #name, .request = &runtime__v1__##r##__descriptor, .handler = h                \
+    }
+/* A server-streaming method. */
+#define MS(svc, name, r, h)                                                                        \
+    {                                                                                              \
+        .path = svc #name, .request = &runtime__v1__##r##__descriptor, .handler = h,               \
+        .server_streaming = true                                                                   \
     }
 /* A method of the upstream CRI without a handler yet: UNIMPLEMENTED. */
 #define TODO(svc, name)                                                                            \
     {                                                                                              \
-        svc #name, NULL, NULL                                                                      \
+        .path = svc #name                                                                          \
     }
 
 static const sl_grpc_method methods[] = {
