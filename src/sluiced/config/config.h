@@ -47,6 +47,8 @@ typedef struct sl_config {
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;
     uint32_t max_grpc_connections;
+    uint64_t grpc_idle_timeout_ms;    /* 0: never */
+    uint32_t max_grpc_stream_backlog; /* bytes waiting per server stream */
     /* directories and programs */
     const char *state_dir;
     const char *run_dir;

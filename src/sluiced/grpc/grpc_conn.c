@@ -19,6 +19,7 @@ void sl_grpc_config_init(sl_grpc_config *c)
     c->max_header_list = SL_GRPC_DEFAULT_MAX_HEADER_LIST;
     c->max_stream_backlog = SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG;
     c->max_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
+    c->idle_timeout_ms = SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS;
 }
 
 const sl_grpc_method *sl_grpc_method_find(const sl_grpc_method *m, size_t n, const char *path)

@@ -28,8 +28,13 @@
 /* Bytes of one request header block (SETTINGS_MAX_HEADER_LIST_SIZE, name +
  * value + 32 per field as RFC 9113 counts); beyond it the stream is reset. */
 #define SL_GRPC_DEFAULT_MAX_HEADER_LIST (16u * 1024)
-/* Accepted connections at once; more are closed at accept. */
-#define SL_GRPC_DEFAULT_MAX_CONNECTIONS 128u
+/* Open connections at once (the server also keeps it to half the
+ * open-file limit). At the limit a new connection takes the place of the
+ * longest-idle one, or is refused with a GOAWAY when none is idle. */
+#define SL_GRPC_DEFAULT_MAX_CONNECTIONS 4096u
+/* A connection with no call in progress and no bytes read or written for
+ * this long is closed with GOAWAY(NO_ERROR). 0: never. */
+#define SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS (5u * 60 * 1000)
 /* Bytes of response messages a server-streaming call may have waiting for
  * the client; beyond it the call ends with RESOURCE_EXHAUSTED. */
 #define SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG (1024u * 1024)
@@ -46,6 +51,7 @@ typedef struct sl_grpc_config {
     uint32_t max_header_list;    /* SL_GRPC_DEFAULT_MAX_HEADER_LIST */
     uint32_t max_stream_backlog; /* SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG */
     uint32_t max_connections;    /* SL_GRPC_DEFAULT_MAX_CONNECTIONS (server) */
+    uint64_t idle_timeout_ms;    /* SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS (server) */
 } sl_grpc_config;
 
 /* Fills c with the defaults and an empty method table. */
