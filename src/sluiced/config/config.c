@@ -73,6 +73,8 @@ static const key keys[] = {
      "a gRPC connection without calls or traffic this long is closed; 0 = never"},
     {"max-grpc-stream-backlog", K_U32, F(max_grpc_stream_backlog), 65536, I32MAX, "BYTES",
      "response bytes waiting for a streaming client (else RESOURCE_EXHAUSTED)"},
+    {"max-event-subscribers", K_U32, F(max_event_subscribers), 1, 65536, "N",
+     "concurrent GetContainerEvents streams"},
     {"state-dir", K_ABSPATH, F(state_dir), 0, 0, "DIR", "images, pods and containers on disk"},
     {"run-dir", K_ABSPATH, F(run_dir), 0, 0, "DIR", "per-pod runtime files (namespaces, monitor)"},
     {"image-dir", K_ABSPATH, F(image_dir), 0, 0, "DIR", "image store"},
@@ -110,6 +112,7 @@ void sl_config_init(sl_config *c)
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
     c->grpc_idle_timeout_ms = SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS;
     c->max_grpc_stream_backlog = SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG;
+    c->max_event_subscribers = SLUICED_DEFAULT_MAX_EVENT_SUBSCRIBERS;
     c->state_dir = SLUICED_DEFAULT_STATE_DIR;
     c->run_dir = SLUICED_DEFAULT_RUN_DIR;
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;

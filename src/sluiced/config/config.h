@@ -22,6 +22,8 @@
 #define SLUICED_IMPORT_SUBDIR "import"
 /* File mode of the CRI socket. */
 #define SLUICED_SOCKET_MODE 0660
+/* GetContainerEvents streams open at once; more are RESOURCE_EXHAUSTED. */
+#define SLUICED_DEFAULT_MAX_EVENT_SUBSCRIBERS 32u
 /* Largest config file read. */
 #define SL_CONFIG_MAX_FILE (1024 * 1024)
 
@@ -49,6 +51,7 @@ typedef struct sl_config {
     uint32_t max_grpc_connections;
     uint64_t grpc_idle_timeout_ms;    /* 0: never */
     uint32_t max_grpc_stream_backlog; /* bytes waiting per server stream */
+    uint32_t max_event_subscribers;
     /* directories and programs */
     const char *state_dir;
     const char *run_dir;

@@ -28,6 +28,27 @@ bool sl_cri_labels_match(sl_kv *const *labels, size_t n, sl_kv *const *sel, size
  * rootfs unmounted, its state removed). */
 void sl_cri_forget_ctr(sl_rt *rt, sl_ctr *c);
 
+/* A PodSandboxStatus as the PodSandboxStatus call reports it, with the
+ * messages it points to; it borrows from the pod, and points into itself
+ * (fill it where it stays). */
+typedef struct sl_pod_status_msg {
+    Runtime__V1__PodSandboxStatus st;
+    Runtime__V1__PodSandboxNetworkStatus net;
+    Runtime__V1__NamespaceOption nso;
+    Runtime__V1__Namespace ns;
+    Runtime__V1__LinuxPodSandboxStatus lin;
+} sl_pod_status_msg;
+void sl_cri_pod_status_fill(const sl_pod *p, sl_pod_status_msg *m);
+
+/* A ContainerStatus as the ContainerStatus call reports it (the live
+ * state from the monitor's status file); same rules. */
+typedef struct sl_ctr_status_msg {
+    Runtime__V1__ContainerStatus st;
+    Runtime__V1__ImageSpec image;
+    sl_ctr_status live;
+} sl_ctr_status_msg;
+void sl_cri_ctr_status_fill(const sl_rt *rt, const sl_ctr *c, sl_ctr_status_msg *m);
+
 /* The pod of a container that exists and is ready, or NULL with the gRPC
  * failure already sent. */
 sl_pod *sl_cri_ready_pod(sl_grpc_call *call, sl_rt *rt, const char *pod_id);

@@ -1,6 +1,8 @@
 /* The runtime.v1 method table and the CRI context. */
 #include "cri/service.h"
 
+#include "cri/events.h"
+
 #include <string.h>
 
 #define RT "/runtime.v1.RuntimeService/"
@@ -48,7 +50,7 @@ static const sl_grpc_method methods[] = {
     M(RT, UpdateRuntimeConfig, update_runtime_config_request, sl_cri_update_runtime_config),
     M(RT, Status, status_request, sl_cri_status),
     TODO(RT, CheckpointContainer),
-    TODO(RT, GetContainerEvents), /* server streaming */
+    MS(RT, GetContainerEvents, get_events_request, sl_cri_container_events),
     TODO(RT, ListMetricDescriptors),
     TODO(RT, ListPodSandboxMetrics),
     TODO(RT, RuntimeConfig),
