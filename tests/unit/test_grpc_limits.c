@@ -313,7 +313,13 @@ static void test_evicts_longest_idle(void **state)
     sl_grpc_server_stats st = stats(v);
     assert_int_equal(st.evicted, 1);
     assert_int_equal(st.refused, 0);
-    assert_int_equal(st.connections, 3);
+    assert_int_equal(st.open, 3);
+    /* c2 lingers until it closes its end. */
+    assert_int_equal(st.connections, 4);
+    close(c2->fd);
+    spin(v, 50);
+    assert_int_equal(stats(v).connections, 3);
+    c2->fd = open("/dev/null", O_RDONLY); /* for cli_close */
     cli *all[] = {c1, c2, c3, c4};
     for (int i = 0; i < 4; i++)
         cli_close(all[i]);
@@ -334,7 +340,7 @@ static void test_silent_connections_make_room(void **state)
     assert_int_equal(c->grpc_status, 0);
     sl_grpc_server_stats st = stats(v);
     assert_int_equal(st.evicted, 17);
-    assert_int_equal(st.connections, 4);
+    assert_int_equal(st.open, 4);
     /* The first 17 were closed, oldest first; the last three stay. */
     for (int i = 0; i < 20; i++) {
         cli_poll(silent[i]);
@@ -342,6 +348,32 @@ static void test_silent_connections_make_room(void **state)
         cli_close(silent[i]);
     }
     cli_close(c);
+    srv_stop(v);
+}
+
+/* Closed connections whose peers never close linger at most
+ * SL_GRPC_MAX_LINGERING at once; beyond, they are closed at once. */
+static void test_lingering_bounded(void **state)
+{
+    (void)state;
+    enum { N = 2 + SL_GRPC_MAX_LINGERING + 40 };
+    srv *v = srv_start(2, 0);
+    cli *c[N];
+    for (int i = 0; i < N; i++)
+        c[i] = cli_open(v, true);
+    sl_grpc_server_stats st = stats(v);
+    assert_int_equal(st.evicted, N - 2);
+    assert_int_equal(st.open, 2);
+    /* (the first may have reached the cut-off meanwhile) */
+    assert_true(st.connections <= 2 + SL_GRPC_MAX_LINGERING);
+    assert_true(st.connections >= SL_GRPC_MAX_LINGERING - 10);
+    for (int i = 0; i < N; i++) {
+        cli_poll(c[i]);
+        assert_int_equal(c[i]->eof, i < N - 2);
+        cli_close(c[i]);
+    }
+    spin(v, 50);
+    assert_int_equal(stats(v).connections, 0); /* each saw its peer close */
     srv_stop(v);
 }
 
@@ -402,7 +434,7 @@ static void test_idle_timeout(void **state)
     assert_true(wait_for(v, busy, is_eof)); /* idle now */
     assert_int_equal(busy->goaways, 1);
     assert_int_equal(stats(v).idle_closed, 3);
-    assert_int_equal(stats(v).connections, 0);
+    assert_int_equal(stats(v).open, 0);
     cli_close(idle);
     cli_close(busy);
     cli_close(silent);
@@ -433,6 +465,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_evicts_longest_idle),
         cmocka_unit_test(test_silent_connections_make_room),
+        cmocka_unit_test(test_lingering_bounded),
         cmocka_unit_test(test_refuses_when_all_busy),
         cmocka_unit_test(test_idle_timeout),
         cmocka_unit_test(test_limit_follows_nofile),

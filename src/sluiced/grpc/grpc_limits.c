@@ -120,7 +120,10 @@ bool sl_gsrv_make_room(sl_grpc_server *s)
         snprintf(why, sizeof(why), "closed to make room: %zu connections open (the limit)",
                  s->nopen);
         s->stats.evicted++;
-        sl_gconn_evict(g, why);
+        if (s->ngoaway < SL_GRPC_MAX_LINGERING)
+            sl_gconn_goaway(g, NGHTTP2_NO_ERROR, why);
+        else
+            sl_gconn_evict(g, why);
         return true;
     }
     return false;

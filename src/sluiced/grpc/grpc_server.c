@@ -87,6 +87,8 @@ static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
         sl_gconn_close(g); /* EOF or error: the peer is gone */
         return;
     }
+    if (g->shut)
+        return; /* lingering after our GOAWAY: input is dropped */
     if (n > 0) {
         sl_gsrv_touch(g);
         if (sl_grpc_conn_recv(g->core, (const uint8_t *)buf->base, (size_t)n) < 0)
@@ -130,11 +132,28 @@ static void arm_deadline(gconn *g)
     uv_timer_start(&g->timer, timer_cb, next > t ? next - t : 0, 0);
 }
 
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+/* Our GOAWAY is out: shut our side, wait for the peer's EOF. */
+static void linger(gconn *g)
+{
+    g->shut = true;
+    if (uv_shutdown(&g->sreq, (uv_stream_t *)&g->pipe, shutdown_cb) < 0) {
+        sl_gconn_close(g);
+        return;
+    }
+    set_reading(g, true);
+}
+
 /* Moves output from the session to the socket and decides about reading
  * and closing. Never called from inside the session. */
 void sl_gconn_pump(gconn *g)
 {
-    if (g->closing)
+    if (g->closing || g->shut)
         return;
     if (sl_grpc_conn_send(g->core, &g->out, SL_GRPC_OUTPUT_HIGH_WATER) < 0)
         g->failed = true;
@@ -142,7 +161,10 @@ void sl_gconn_pump(gconn *g)
     bool want_read = !g->failed && sl_grpc_conn_want_read(g->core);
     bool more = !g->failed && sl_grpc_conn_want_write(g->core);
     if ((!want_read || g->goaway) && !more && sl_bufq_len(&g->out) == 0) {
-        sl_gconn_close(g);
+        if (g->goaway)
+            linger(g);
+        else
+            sl_gconn_close(g);
         return;
     }
     set_reading(g, want_read && sl_bufq_len(&g->out) < SL_GRPC_OUTPUT_HIGH_WATER);
@@ -151,7 +173,8 @@ void sl_gconn_pump(gconn *g)
 
 static void server_maybe_done(sl_grpc_server *s)
 {
-    if (s->closing && s->listener_closed && s->idle_timer_closed && !s->conns && s->close_cb)
+    if (s->closing && s->listener_closed && s->idle_timer_closed && !s->conns && !s->lingering &&
+        s->close_cb)
         s->close_cb(s, s->close_arg);
 }
 
@@ -178,6 +201,8 @@ void sl_gconn_close(gconn *g)
     if (g->closing)
         return;
     g->closing = true;
+    if (g->goaway)
+        g->srv->ngoaway--;
     sl_gsrv_lru_remove(g);
     /* Free the session first: handlers that answer later then find their
      * call detached instead of waking a closing handle. */
@@ -210,6 +235,7 @@ void sl_gconn_goaway(gconn *g, uint32_t error_code, const char *debug)
         return;
     sl_gsrv_lru_remove(g);
     g->goaway = true;
+    g->srv->ngoaway++;
     if (sl_grpc_conn_goaway(g->core, error_code, debug) < 0) {
         sl_gconn_close(g);
         return;
@@ -219,7 +245,8 @@ void sl_gconn_goaway(gconn *g, uint32_t error_code, const char *debug)
 }
 
 /* Writes what the session has queued (our SETTINGS, a GOAWAY) if the
- * socket takes it at once; nothing may be in flight. */
+ * socket takes it at once (uv_try_write refuses while an earlier write is
+ * not fully written). */
 static void write_now(sl_grpc_conn *core, uv_stream_t *st)
 {
     sl_bufq q;
@@ -240,8 +267,10 @@ void sl_gconn_evict(gconn *g, const char *debug)
 {
     if (g->closing)
         return;
-    /* Bytes in flight would interleave with the GOAWAY: then just close. */
-    if (!g->inflight && sl_bufq_len(&g->out) == 0 &&
+    /* Queued bytes not yet handed to uv_write would come before the GOAWAY:
+     * then just close. Bytes handed over but not yet written make
+     * uv_try_write refuse (those already written are in order). */
+    if (sl_bufq_len(&g->out) == g->inflight &&
         sl_grpc_conn_goaway(g->core, NGHTTP2_NO_ERROR, debug) == SL_OK)
         write_now(g->core, (uv_stream_t *)&g->pipe);
     drain_input(g->srv, (uv_stream_t *)&g->pipe);
@@ -257,9 +286,66 @@ static uint64_t no_clock(void *data)
 /* A refused connection's session only writes. */
 static const sl_grpc_conn_io refused_io = {.now = no_clock};
 
+struct refused {
+    sl_grpc_server *srv;
+    refused *prev, *next; /* srv->lingering */
+    uv_pipe_t pipe;
+    uv_timer_t timer;
+    uv_shutdown_t sreq;
+    int open_handles;
+    bool closing;
+};
+
 static void refused_closed(uv_handle_t *h)
 {
-    free(h);
+    refused *r = h->data;
+    if (--r->open_handles > 0)
+        return;
+    sl_grpc_server *s = r->srv;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->lingering = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    s->nlingering--;
+    free(r);
+    server_maybe_done(s);
+}
+
+static void refused_close(refused *r)
+{
+    if (r->closing)
+        return;
+    r->closing = true;
+    r->open_handles = 2;
+    uv_close((uv_handle_t *)&r->pipe, refused_closed);
+    uv_close((uv_handle_t *)&r->timer, refused_closed);
+}
+
+static void refused_timer_cb(uv_timer_t *t)
+{
+    refused_close(t->data);
+}
+
+static void refused_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    refused *r = h->data;
+    *buf = uv_buf_init(r->srv->rbuf, sizeof(r->srv->rbuf));
+}
+
+static void refused_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (n < 0) /* the peer closed: it has read what we sent */
+        refused_close(st->data);
+}
+
+static void refused_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
 }
 
 static void log_refusal(sl_grpc_server *s)
@@ -274,29 +360,52 @@ static void log_refusal(sl_grpc_server *s)
             s->nopen, s->cfg.max_connections, s->stats.refused);
 }
 
-/* Accepts the pending connection only to tell it why it cannot stay: our
- * SETTINGS and GOAWAY(REFUSED_STREAM) with a text, then close. */
-static void refuse(sl_grpc_server *s)
+/* Our SETTINGS and GOAWAY(REFUSED_STREAM) saying why, written at once. */
+static void write_refusal(sl_grpc_server *s, uv_stream_t *st)
 {
     char why[160];
     sl_grpc_conn *core = NULL;
-    uv_pipe_t *p = malloc(sizeof(*p));
-    if (!p)
+    if (sl_grpc_conn_new(&s->cfg, &refused_io, &core) < 0)
         return;
-    uv_pipe_init(s->loop, p, 0);
-    s->stats.refused++;
-    if (uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)p) == 0 &&
-        sl_grpc_conn_new(&s->cfg, &refused_io, &core) == SL_OK) {
-        snprintf(why, sizeof(why),
-                 "sluiced: %zu connections open (the limit), each with a call in progress",
-                 s->nopen);
-        if (sl_grpc_conn_goaway(core, NGHTTP2_REFUSED_STREAM, why) == SL_OK)
-            write_now(core, (uv_stream_t *)p);
-        drain_input(s, (uv_stream_t *)p);
-    }
+    snprintf(why, sizeof(why),
+             "sluiced: %zu connections open (the limit), each with a call in progress", s->nopen);
+    if (sl_grpc_conn_goaway(core, NGHTTP2_REFUSED_STREAM, why) == SL_OK)
+        write_now(core, st);
     sl_grpc_conn_free(core);
-    uv_close((uv_handle_t *)p, refused_closed);
+}
+
+/* Accepts the pending connection only to tell it why it cannot stay, then
+ * lets it linger until its peer closes (see SL_GRPC_REFUSED_LINGER_MS). */
+static void refuse(sl_grpc_server *s)
+{
+    refused *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->srv = s;
+    uv_pipe_init(s->loop, &r->pipe, 0);
+    uv_timer_init(s->loop, &r->timer);
+    r->pipe.data = r->timer.data = r->sreq.data = r;
+    r->next = s->lingering;
+    if (s->lingering)
+        s->lingering->prev = r;
+    s->lingering = r;
+    s->nlingering++;
+    s->stats.refused++;
     log_refusal(s);
+    uv_stream_t *st = (uv_stream_t *)&r->pipe;
+    if (uv_accept((uv_stream_t *)&s->listener, st) < 0) {
+        refused_close(r);
+        return;
+    }
+    write_refusal(s, st);
+    if (s->nlingering > SL_GRPC_MAX_LINGERING || s->closing ||
+        uv_shutdown(&r->sreq, st, refused_shutdown_cb) < 0 ||
+        uv_read_start(st, refused_alloc_cb, refused_read_cb) < 0) {
+        drain_input(s, st);
+        refused_close(r);
+        return;
+    }
+    uv_timer_start(&r->timer, refused_timer_cb, SL_GRPC_REFUSED_LINGER_MS, 0);
 }
 
 static gconn *conn_new(sl_grpc_server *s)
@@ -420,6 +529,7 @@ void sl_grpc_server_get_stats(const sl_grpc_server *s, sl_grpc_server_stats *out
 {
     *out = s->stats;
     out->connections = s->nconns;
+    out->open = s->nopen;
 }
 
 static void listener_closed(uv_handle_t *h)
@@ -446,6 +556,8 @@ void sl_grpc_server_close(sl_grpc_server *s, void (*cb)(sl_grpc_server *s, void 
     if (s->path)
         unlink(s->path);
     sl_gsrv_limits_close(s, idle_timer_closed);
+    for (refused *r = s->lingering; r; r = r->next)
+        refused_close(r);
     for (gconn *g = s->conns, *next; g; g = next) {
         next = g->next;
         if (g->closing)

@@ -29,6 +29,14 @@
 #define SL_GRPC_FD_SHARE 2
 /* A refused connection is logged at most once per this long. */
 #define SL_GRPC_REFUSAL_LOG_MS 10000u
+/* A refused connection stays open (reading and dropping) until its peer
+ * closes, at most this long, so a peer still sending its preface reads
+ * our GOAWAY instead of losing it to a failed write. */
+#define SL_GRPC_REFUSED_LINGER_MS 1000u
+/* Refused connections, and connections closed to make room, that linger
+ * so at once; beyond it they are closed at once (the GOAWAY written only
+ * if the socket takes it then). */
+#define SL_GRPC_MAX_LINGERING 64u
 /* Bytes read from the socket at once. */
 #define SL_GRPC_READ_CHUNK 65536u
 /* Connections that did not take their GOAWAY (shutdown, idle) within this
@@ -39,6 +47,7 @@ typedef struct sl_grpc_server sl_grpc_server;
 
 typedef struct sl_grpc_server_stats {
     size_t connections; /* open now, closing ones included */
+    size_t open;        /* those counted against the limit (no GOAWAY yet) */
     size_t evicted;     /* closed at the limit to make room */
     size_t refused;     /* new connections refused at the limit */
     size_t idle_closed; /* closed by the idle timeout */

@@ -10,6 +10,7 @@
 #include "grpc/grpc_server.h"
 
 typedef struct gconn gconn;
+typedef struct refused refused;
 
 struct sl_grpc_server {
     uv_loop_t *loop;
@@ -25,6 +26,9 @@ struct sl_grpc_server {
     gconn *lru_head, *lru_tail;
     size_t nopen;
     uv_timer_t idle_timer; /* fires when the LRU tail may be idle too long */
+    refused *lingering;    /* refused connections waiting for their peer */
+    size_t nlingering;
+    size_t ngoaway; /* connections with a GOAWAY sent, not closed yet */
     sl_grpc_server_stats stats;
     uint64_t refusal_logged; /* uv_now of the last refusal log line, 0: never */
     bool closing;
@@ -52,7 +56,9 @@ struct gconn {
     size_t inflight; /* bytes handed to uv_write */
     bool reading;
     bool failed; /* protocol error: send what is queued, then close */
-    bool goaway; /* GOAWAY queued: close once it is written */
+    bool goaway; /* GOAWAY queued: linger once it is written */
+    bool shut;   /* GOAWAY written, our side shut down: wait for EOF */
+    uv_shutdown_t sreq;
     bool closing;
     int open_handles;
 };
@@ -60,11 +66,13 @@ struct gconn {
 /* grpc_server.c */
 void sl_gconn_pump(gconn *g);
 void sl_gconn_close(gconn *g);
-/* Graceful end: queues GOAWAY(error_code, debug), leaves the LRU, closes
- * once it is written (cut off after SL_GRPC_SHUTDOWN_TIMEOUT_MS). */
+/* Graceful end: queues GOAWAY(error_code, debug) and leaves the LRU; once
+ * it is written, shuts our side down and reads (dropping) until the peer
+ * closes, so a peer that was still writing reads the GOAWAY instead of
+ * failing its write; cut off after SL_GRPC_SHUTDOWN_TIMEOUT_MS. */
 void sl_gconn_goaway(gconn *g, uint32_t error_code, const char *debug);
-/* Immediate end: GOAWAY(NO_ERROR, debug) written if the socket takes it
- * now, then closed. */
+/* Immediate end, when SL_GRPC_MAX_LINGERING connections already linger:
+ * GOAWAY(NO_ERROR, debug) written if the socket takes it now, closed. */
 void sl_gconn_evict(gconn *g, const char *debug);
 
 /* grpc_limits.c */
