@@ -237,9 +237,15 @@ describe('GetContainerEvents', { skip }, () => {
         `connections, ${fds} after they left`);
     });
 
-  test('sluiced exits 0 and sanitizer-clean, nothing left behind', async () => {
-    await sd.stop();
-  });
+  test('SIGTERM with a subscriber still open: its stream ends, exit 0, sanitizer-clean',
+    async () => {
+      const sub = sd.cri.events();
+      await sub.ready;
+      await sd.stop();
+      const st = await Promise.race([sub.ended, sleep(WAIT_MS).then(() => null)]);
+      assert.ok(st, 'the stream ended');
+      assert.equal(st.code, S.UNAVAILABLE);
+    });
 });
 
 describe('GetContainerEvents: a subscriber that does not read', { skip }, () => {
