@@ -37,6 +37,17 @@ void sl_cri_forget_ctr(sl_rt *rt, sl_ctr *c)
     sl_model_remove_ctr(&rt->model, c, &e);
 }
 
+/* Forgets a removed container and tells the event subscribers (the event
+ * lists the pod's remaining containers, as containerd's does). */
+static void forget_deleted(sl_rt *rt, sl_ctr *c)
+{
+    char id[SL_ID_HEX + 1], pod_id[SL_ID_HEX + 1];
+    snprintf(id, sizeof(id), "%s", c->id);
+    snprintf(pod_id, sizeof(pod_id), "%s", c->pod_id);
+    sl_cri_forget_ctr(rt, c);
+    sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id, pod_id);
+}
+
 static const char *reply_error(const json_t *reply)
 {
     if (!reply)
@@ -68,6 +79,9 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
             sl_cri_forget_ctr(op->rt, c);
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to create container: %s", err);
     } else if (op->kind == OP_CREATE) {
+        if (c)
+            sl_events_ctr(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, c->id,
+                          c->pod_id);
         Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
         resp.container_id = op->id;
         sl_grpc_call_reply(op->call, &resp.base);
@@ -79,7 +93,7 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
         return;
     } else if (op->kind == OP_REMOVE || op->kind == OP_REMOVE_STOP) {
         if (c)
-            sl_cri_forget_ctr(op->rt, c);
+            forget_deleted(op->rt, c);
         reply_empty(op->call);
     } else if (err && op->kind == OP_START) {
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to start container \"%s\": %s", op->id,
@@ -87,6 +101,9 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
     } else if (err) {
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "%s", err);
     } else {
+        if (op->kind == OP_START && c)
+            sl_events_ctr(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, c->id,
+                          c->pod_id);
         reply_empty(op->call);
     }
     free(op);

@@ -221,6 +221,8 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     }
     p->owner = rt;
     sl_rt_pod_mon(rt, p, &e);
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, p);
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, p);
     Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
     resp.pod_sandbox_id = p->id;
     sl_grpc_call_reply(call, &resp.base);
@@ -254,12 +256,18 @@ static void release_network(sl_rt *rt, sl_pod *p)
 static void finish_remove(sl_rt *rt, sl_pod *p)
 {
     sl_error e;
+    char id[SL_ID_HEX + 1];
     sl_pod_cgroup_remove(p); /* runc removed each container's own */
     for (sl_ctr *c = rt->model.ctrs, *next; c; c = next) {
         next = c->next;
-        if (!strcmp(c->pod_id, p->id))
-            sl_cri_forget_ctr(rt, c);
+        if (strcmp(c->pod_id, p->id))
+            continue;
+        snprintf(id, sizeof(id), "%s", c->id);
+        sl_cri_forget_ctr(rt, c);
+        sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id, p->id);
     }
+    /* Sent while the pod is still known, so the event carries its status. */
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, p);
     sl_pod_ns_remove(sl_rec_str(p->rec, "ns_dir"), &e);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
     if (run_dir)
@@ -271,10 +279,13 @@ static void pod_op_finish(pod_op *op)
 {
     sl_pod *p = sl_model_pod(&op->rt->model, op->id);
     if (p) {
+        bool was_ready = p->ready;
         release_network(op->rt, p);
         p->ready = false;
         sl_error e;
         sl_model_save_pod(&op->rt->model, p, &e);
+        if (was_ready)
+            sl_events_pod(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
         if (op->remove)
             finish_remove(op->rt, p);
     }
