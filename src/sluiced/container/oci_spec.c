@@ -182,7 +182,8 @@ static void add_ns(json_t *a, const char *type, const char *path)
 static json_t *linux_section(const sl_oci_input *in)
 {
     json_t *ns = json_array();
-    add_ns(ns, "pid", NULL); /* a PID namespace of its own */
+    if (!in->host_pid)
+        add_ns(ns, "pid", in->pidns);
     add_ns(ns, "mount", NULL);
     if (in->netns)
         add_ns(ns, "network", in->netns);

@@ -28,6 +28,8 @@ typedef struct sl_oci_input {
     bool tty;
     const char *hostname;              /* NULL: none set (shared UTS namespace) */
     const char *netns, *ipcns, *utsns; /* paths to join; NULL = the host's */
+    const char *pidns;                 /* path to join; NULL = a new one (or host_pid) */
+    bool host_pid;                     /* no pid namespace: the host's */
     const sl_oci_mount *mounts;
     size_t nmounts;
     const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */

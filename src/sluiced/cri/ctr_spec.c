@@ -132,12 +132,11 @@ static int resolve_user(const Runtime__V1__ContainerConfig *c, const sl_image_co
 static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error *e)
 {
     const Runtime__V1__ContainerConfig *c = in->config;
-    SL_AUTOFREE char *net = sl_pod_ns_path(in->ns_dir, "net");
-    SL_AUTOFREE char *ipc = sl_pod_ns_path(in->ns_dir, "ipc");
-    SL_AUTOFREE char *uts = sl_pod_ns_path(in->ns_dir, "uts");
-    oi->netns = net;
-    oi->ipcns = ipc;
-    oi->utsns = uts;
+    oi->netns = in->ns->net;
+    oi->ipcns = in->ns->ipc;
+    oi->utsns = in->ns->uts;
+    oi->pidns = in->ns->pid;
+    oi->host_pid = in->ns->host_pid;
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
     const Runtime__V1__LinuxContainerSecurityContext *sc =

@@ -2,6 +2,7 @@
 #ifndef SL_CTR_SPEC_H
 #define SL_CTR_SPEC_H
 
+#include "cri/ctr_namespaces.h"
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
 #include "image/image_store.h"
@@ -12,6 +13,7 @@ typedef struct sl_ctr_spec_in {
     const sl_image_config *image;
     const char *rootfs;   /* mounted rootfs (for /etc/passwd lookups) */
     const char *ns_dir;   /* the pod's pinned namespaces */
+    const sl_ctr_ns *ns;  /* the namespaces to join (ctr_namespaces.h) */
     const char *hostname; /* the pod's hostname, or NULL */
     const char *cgroups_path;
 } sl_ctr_spec_in;

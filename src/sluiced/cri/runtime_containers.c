@@ -10,6 +10,7 @@
 
 #include "container/rootfs.h"
 #include "cri/cri_util.h"
+#include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
 #include "fsutil.h"
 #include "state/state.h"
@@ -142,6 +143,12 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         sl_error_set(e, ENOMEM, "container");
         return NULL;
     }
+    sl_pod_ns_modes modes;
+    sl_ctr_ns_plan plan;
+    __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
+    sl_ns_pod_modes_load(p->rec, &modes);
+    if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
+        return NULL;
     if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
         return NULL;
     bool uts = !sl_rec_bool(p->rec, "host_network");
@@ -150,6 +157,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         .image = &img->config,
         .rootfs = rootfs,
         .ns_dir = sl_rec_str(p->rec, "ns_dir"),
+        .ns = &ns,
         .hostname =
             uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
         .cgroups_path = cg};

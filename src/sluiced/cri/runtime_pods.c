@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "cri/ctr_namespaces.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
 #include "pod/netns.h"
+#include "pod/pidns.h"
 
 static bool host_network(const Runtime__V1__PodSandboxConfig *c)
 {
@@ -55,6 +57,7 @@ static void unwind(sl_rt *rt, const char *id, const char *run_dir, const char *n
         sl_cni_del(&o, cni_result, &e);
     }
     sl_pod_ns_remove(ns_dir, &e);
+    sl_pod_pidns_release(ns_dir, &e);
     sl_rm_rf(run_dir, &e);
 }
 
@@ -94,11 +97,18 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
                           req->runtime_handler);
         return;
     }
+    sl_error e = {0};
+    sl_pod_ns_modes modes;
+    if (sl_ns_pod_modes(c, &modes, &e) < 0) {
+        sl_grpc_call_fail_error(call, &e);
+        return;
+    }
     char id[SL_ID_HEX + 1];
     sl_model_new_id(id);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, id);
     SL_AUTOFREE char *ns_dir = run_dir ? sl_path_join(run_dir, "ns") : NULL;
-    sl_error e = {0};
+    SL_AUTOFREE char *pid_ns =
+        modes.pid == RUNTIME__V1__NAMESPACE_MODE__POD ? sl_pod_pidns_file(ns_dir) : NULL;
     sl_pod_ns_opts ns = {.dir = ns_dir,
                          .host_network = host_network(c),
                          .host_ipc = host_ipc(c),
@@ -107,10 +117,12 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
                             (json_int_t)sl_now_ns(), "ready", true, "runtime_handler",
                             req->runtime_handler, "ns_dir", ns_dir ? ns_dir : "", "host_network",
                             ns.host_network, "host_ipc", ns.host_ipc);
+    if (rec)
+        sl_ns_pod_modes_save(&modes, rec);
     pid_t mon_pid = 0;
     if (!run_dir || !ns_dir || !rec || sl_mkdir_p(run_dir, 0700, &e) < 0 ||
         sl_pod_ns_create(&ns, &e) < 0 || setup_network(rt, id, ns_dir, c, rec, &e) < 0 ||
-        sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path,
+        sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path, pid_ns,
                       &mon_pid, &e) < 0) {
         unwind(rt, id, run_dir, ns_dir, c, json_string_value(json_object_get(rec, "cni_result")));
         json_decref(rec);
@@ -185,6 +197,7 @@ static void finish_remove(sl_rt *rt, sl_pod *p)
             sl_cri_forget_ctr(rt, c);
     }
     sl_pod_ns_remove(sl_rec_str(p->rec, "ns_dir"), &e);
+    sl_pod_pidns_release(sl_rec_str(p->rec, "ns_dir"), &e);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
     if (run_dir)
         sl_rm_rf(run_dir, &e);

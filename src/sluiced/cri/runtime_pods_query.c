@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "cri/ctr_namespaces.h"
 
 static Runtime__V1__PodSandboxState pod_state(const sl_pod *p)
 {
@@ -22,12 +23,13 @@ void sl_cri_pod_status(sl_grpc_call *call, void *arg)
     }
     Runtime__V1__PodSandboxNetworkStatus net = RUNTIME__V1__POD_SANDBOX_NETWORK_STATUS__INIT;
     net.ip = (char *)sl_rec_str(p->rec, "ip");
+    sl_pod_ns_modes modes;
+    sl_ns_pod_modes_load(p->rec, &modes);
     Runtime__V1__NamespaceOption nso = RUNTIME__V1__NAMESPACE_OPTION__INIT;
-    nso.network = sl_rec_bool(p->rec, "host_network") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                                      : RUNTIME__V1__NAMESPACE_MODE__POD;
-    nso.ipc = sl_rec_bool(p->rec, "host_ipc") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                              : RUNTIME__V1__NAMESPACE_MODE__POD;
-    nso.pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
+    nso.network =
+        modes.host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    nso.ipc = modes.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    nso.pid = (Runtime__V1__NamespaceMode)modes.pid;
     Runtime__V1__Namespace ns = RUNTIME__V1__NAMESPACE__INIT;
     ns.options = &nso;
     Runtime__V1__LinuxPodSandboxStatus lin = RUNTIME__V1__LINUX_POD_SANDBOX_STATUS__INIT;
