@@ -5,6 +5,9 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "container/oci_devices.h"
+#include "container/oci_mounts.h"
+
 /* The capability set `runc spec` and the CRI runtimes grant by default. */
 static const char *const default_caps[] = {
     "CAP_CHOWN",
@@ -153,22 +156,9 @@ static json_t *std_mounts(void)
                      "options", "nosuid", "noexec", "nodev", "relatime", "ro");
 }
 
-static const char *propagation(int p)
-{
-    return p == 2 ? "rshared" : p == 1 ? "rslave" : "rprivate";
-}
-
 static json_t *mounts(const sl_oci_input *in)
 {
-    json_t *m = std_mounts();
-    for (size_t i = 0; m && i < in->nmounts; i++) {
-        const sl_oci_mount *u = &in->mounts[i];
-        json_array_append_new(m, json_pack("{s:s, s:s, s:s, s:[s, s, s]}", "destination",
-                                           u->container_path, "type", "bind", "source",
-                                           u->host_path, "options", "rbind",
-                                           propagation(u->propagation), u->readonly ? "ro" : "rw"));
-    }
-    return m;
+    return sl_oci_mounts_json(std_mounts(), in->mounts, in->nmounts);
 }
 
 static void add_ns(json_t *a, const char *type, const char *path)
@@ -195,6 +185,9 @@ static json_t *linux_section(const sl_oci_input *in)
                           "allow", false, "access", "rwm");
     if (in->cgroups_path)
         json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
+    if (in->rootfs_propagation)
+        json_object_set_new(l, "rootfsPropagation", json_string(in->rootfs_propagation));
+    sl_oci_devices_json(l, in->devices, in->ndevices);
     if (!in->privileged) {
         json_object_set_new(l, "maskedPaths", str_array(masked_paths, (size_t)-1));
         json_object_set_new(l, "readonlyPaths", str_array(readonly_paths, (size_t)-1));

@@ -15,6 +15,7 @@ typedef struct sl_oci_mount {
     const char *host_path;
     bool readonly;
     int propagation; /* CRI MountPropagation: 0 private, 1 rslave, 2 rshared */
+    bool rro;        /* recursive read-only ("rro") */
 } sl_oci_mount;
 
 typedef struct sl_oci_input {
@@ -32,6 +33,9 @@ typedef struct sl_oci_input {
     bool host_pid;                     /* no pid namespace: the host's */
     const sl_oci_mount *mounts;
     size_t nmounts;
+    const char *rootfs_propagation;      /* "rshared", "rslave", or NULL (runc's default) */
+    const struct sl_oci_device *devices; /* host devices (oci_devices.h) */
+    size_t ndevices;
     const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */
     bool readonly_rootfs;
     bool privileged; /* all capabilities, no masked paths */

@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "container/oci_spec.h"
+#include "cri/ctr_devices.h"
 #include "fsutil.h"
 #include "pod/netns.h"
 
 #define SPEC_MAX_ARGS 4096
 #define SPEC_MAX_ENV 4096
-#define SPEC_MAX_MOUNTS 256
 
 /* Command: the CRI command replaces the entrypoint, the CRI args replace
  * the image cmd; a command without args drops the image cmd. */
@@ -152,9 +152,10 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     const char **args = calloc(SPEC_MAX_ARGS, sizeof(char *));
     const char **env = calloc(SPEC_MAX_ENV, sizeof(char *));
     char **owned = calloc(c->n_envs + 1, sizeof(char *));
-    sl_oci_mount *mounts = calloc(c->n_mounts + 1, sizeof(sl_oci_mount));
+    sl_ctr_mounts mounts = {0};
+    sl_oci_devices devices = {0};
     char *spec = NULL;
-    if (!args || !env || !owned || !mounts) {
+    if (!args || !env || !owned) {
         sl_error_set(e, ENOMEM, "container spec");
         goto out;
     }
@@ -170,16 +171,14 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     oi.cwd = *c->working_dir ? c->working_dir : in->image->workdir;
     if (resolve_user(c, in->image, in->rootfs, &oi.uid, &oi.gid, e) < 0)
         goto out;
-    size_t nm = 0;
-    for (size_t i = 0; i < c->n_mounts && nm < SPEC_MAX_MOUNTS; i++) {
-        const Runtime__V1__Mount *m = c->mounts[i];
-        if (!*m->host_path || !*m->container_path)
-            continue;
-        mounts[nm++] =
-            (sl_oci_mount){m->container_path, m->host_path, m->readonly, (int)m->propagation};
-    }
-    oi.mounts = mounts;
-    oi.nmounts = nm;
+    if (sl_ctr_mounts_prepare(c, in->mount_env, &mounts, e) < 0 ||
+        sl_ctr_devices(c, &devices, e) < 0)
+        goto out;
+    oi.mounts = mounts.v;
+    oi.nmounts = mounts.n;
+    oi.rootfs_propagation = mounts.rootfs_propagation;
+    oi.devices = devices.v;
+    oi.ndevices = devices.n;
     spec = build_with_pod(in, &oi, e);
 out:
     for (size_t i = 0; owned && i < c->n_envs; i++)
@@ -187,6 +186,7 @@ out:
     free(owned);
     free(args);
     free(env);
-    free(mounts);
+    sl_ctr_mounts_fini(&mounts);
+    sl_oci_devices_fini(&devices);
     return spec;
 }

@@ -2,6 +2,7 @@
 #ifndef SL_CTR_SPEC_H
 #define SL_CTR_SPEC_H
 
+#include "cri/ctr_mounts.h"
 #include "cri/ctr_namespaces.h"
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
@@ -11,10 +12,11 @@
 typedef struct sl_ctr_spec_in {
     const Runtime__V1__ContainerConfig *config;
     const sl_image_config *image;
-    const char *rootfs;   /* mounted rootfs (for /etc/passwd lookups) */
-    const char *ns_dir;   /* the pod's pinned namespaces */
-    const sl_ctr_ns *ns;  /* the namespaces to join (ctr_namespaces.h) */
-    const char *hostname; /* the pod's hostname, or NULL */
+    const char *rootfs;            /* mounted rootfs (for /etc/passwd lookups) */
+    const char *ns_dir;            /* the pod's pinned namespaces */
+    const sl_ctr_ns *ns;           /* the namespaces to join (ctr_namespaces.h) */
+    const sl_mount_env *mount_env; /* what the host offers for mounts */
+    const char *hostname;          /* the pod's hostname, or NULL */
     const char *cgroups_path;
 } sl_ctr_spec_in;
 

@@ -146,6 +146,8 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     sl_pod_ns_modes modes;
     sl_ctr_ns_plan plan;
     __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
+    sl_mount_env menv;
+    sl_mount_env_probe(rt->cfg->runtime_path, &menv);
     sl_ns_pod_modes_load(p->rec, &modes);
     if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
         return NULL;
@@ -158,6 +160,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         .rootfs = rootfs,
         .ns_dir = sl_rec_str(p->rec, "ns_dir"),
         .ns = &ns,
+        .mount_env = &menv,
         .hostname =
             uts ? (*p->config->hostname ? p->config->hostname : p->config->metadata->name) : NULL,
         .cgroups_path = cg};
