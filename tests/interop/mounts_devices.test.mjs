@@ -134,7 +134,7 @@ describe('mounts and devices', { skip: reason }, () => {
     sd = await SluicedInstance.start({ label: 'podmnt' });
     sides = [new Side('sluiced', sd.rt, path.join(sd.root, 'logs'))];
     if (!refReason) {
-      ref = await PrivateContainerd.start('podns', CONTAINERD_PORT);
+      ref = await PrivateContainerd.start('podmnt', CONTAINERD_PORT);
       sides.push(new Side('containerd', ref.cri.runtime, path.join(sd.root, 'logs')));
     }
     base = fs.mkdtempSync('/tmp/podns-mnt-');
