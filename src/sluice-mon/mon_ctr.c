@@ -247,7 +247,7 @@ static int check_pidns(mon *m, const char *bundle, bool *shared, char *why, size
     if (mon_bundle_pidns(bundle, &kind, &path, &e) < 0)
         mon_log(MON_WARN, "%s", e.msg);
     *shared = kind != MON_PIDNS_OWN;
-    if (kind == MON_PIDNS_JOIN && m->pidns_file && !strcmp(path, m->pidns_file) &&
+    if (kind == MON_PIDNS_JOIN && path && m->pidns_file && !strcmp(path, m->pidns_file) &&
         !mon_pause_alive(m)) {
         snprintf(why, cap, "the pod's pid namespace is gone: its holder (%s) exited",
                  MON_PAUSE_NAME);
