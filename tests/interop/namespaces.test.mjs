@@ -377,7 +377,7 @@ describe('namespace options', { skip: reason }, () => {
     await side.removePods();
   });
 
-  test('the holder lives as long as the pod: RemovePodSandbox ends it, a killed monitor ends it', async () => {
+  test('a killed monitor ends the holder and the pod\'s processes; RemovePodSandbox still cleans up', async () => {
     const side = sides[0];
     const ns = { network: 'NODE', pid: 'POD', ipc: 'POD' };
     const pod = await side.pod('holder', ns);
