@@ -83,7 +83,7 @@ void sl_cri_pull_image(sl_grpc_call *call, void *arg)
     const sl_image *img = sl_image_store_find(rt->images, ref, &e);
     if (!img && e.errnum == ENOENT && rt->cfg->import_dir) {
         sl_error ie;
-        sl_image_store_import_dir(rt->images, rt->cfg->import_dir, NULL, NULL, &ie);
+        sl_image_store_import_dir_for(rt->images, rt->cfg->import_dir, ref, NULL, NULL, &ie);
         img = sl_image_store_find(rt->images, ref, &e);
     }
     if (!img) {

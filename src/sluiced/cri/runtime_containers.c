@@ -12,6 +12,7 @@
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
 #include "cri/ctr_resources.h"
+#include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
@@ -165,6 +166,14 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         sl_error_set(e, ENOMEM, "container");
         return NULL;
     }
+    sl_pod_ns_modes modes;
+    sl_ctr_ns_plan plan;
+    __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
+    sl_mount_env menv;
+    sl_mount_env_probe(rt->cfg->runtime_path, &menv);
+    sl_ns_pod_modes_load(p->rec, &modes);
+    if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
+        return NULL;
     if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
         return NULL;
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
@@ -177,6 +186,8 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
                          .image = &img->config,
                          .rootfs = rootfs,
                          .ns_dir = sl_rec_str(p->rec, "ns_dir"),
+                         .ns = &ns,
+                         .mount_env = &menv,
                          .hostname = uts && *p->config->hostname ? p->config->hostname : NULL,
                          .cgroups_path = cg,
                          .pod_etc_dir = etc_dir,

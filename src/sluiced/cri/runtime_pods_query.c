@@ -4,6 +4,7 @@
 
 #include "cri/cri_util.h"
 #include "pod/cni.h"
+#include "cri/ctr_namespaces.h"
 
 static Runtime__V1__PodSandboxState pod_state(const sl_pod *p)
 {
@@ -35,12 +36,14 @@ void sl_cri_pod_status_fill(const sl_pod *p, sl_pod_status_msg *m)
     m->net.ip = (char *)sl_rec_str(p->rec, "ip");
     m->net.additional_ips = m->more_ptrs;
     m->net.n_additional_ips = additional_ips(p, m->more, m->more_ptrs);
+    sl_pod_ns_modes modes;
+    sl_ns_pod_modes_load(p->rec, &modes);
     runtime__v1__namespace_option__init(&m->nso);
-    m->nso.network = sl_rec_bool(p->rec, "host_network") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                                         : RUNTIME__V1__NAMESPACE_MODE__POD;
-    m->nso.ipc = sl_rec_bool(p->rec, "host_ipc") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                                 : RUNTIME__V1__NAMESPACE_MODE__POD;
-    m->nso.pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
+    m->nso.network =
+        modes.host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    m->nso.ipc =
+        modes.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    m->nso.pid = (Runtime__V1__NamespaceMode)modes.pid;
     runtime__v1__namespace__init(&m->ns);
     m->ns.options = &m->nso;
     runtime__v1__linux_pod_sandbox_status__init(&m->lin);
