@@ -59,6 +59,8 @@ void sl_cri_ctr_status_fill(const sl_rt *rt, const sl_ctr *c, sl_ctr_status_msg 
     st->mounts = c->config->mounts;
     st->log_path = (char *)sl_rec_str(c->rec, "log_path");
     st->message = m->live.message;
+    runtime__v1__container_user__init(&m->user);
+    runtime__v1__linux_container_user__init(&m->linux_user);
     if (status_user(c->rec, &m->linux_user, m->groups)) {
         m->user.linux = &m->linux_user;
         st->user = &m->user;
