@@ -300,6 +300,10 @@ void sl_cri_stop_container(sl_grpc_call *call, void *arg)
 {
     const Runtime__V1__StopContainerRequest *req = (const void *)sl_grpc_call_request(call);
     int64_t t = req->timeout < 0 ? 0 : req->timeout;
+    if (!sl_model_ctr(&cri_rt(arg)->model, req->container_id)) {
+        reply_empty(call); /* idempotent, as critest v1.32 requires: already gone is stopped */
+        return;
+    }
     simple_op(call, cri_rt(arg), req->container_id, OP_STOP,
               json_pack("{s:s, s:s, s:I}", "type", "stop", "container_id", req->container_id,
                         "timeout", (json_int_t)t));
