@@ -69,8 +69,8 @@ static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
 }
 
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, const char *netns, pid_t *pid,
-                  sl_error *e)
+                  const char *state_dir, const char *runtime, const char *netns, const char *pid_ns,
+                  pid_t *pid, sl_error *e)
 {
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0)
@@ -79,9 +79,22 @@ int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
     if (starter == 0) {
         dup2(out[1], 1);
         dup2(out[1], 2);
-        execl(mon_path, mon_path, "--pod-id", pod_id, "--run-dir", run_dir, "--state-dir",
-              state_dir, "--runtime", runtime, netns ? "--netns" : (char *)NULL, netns,
-              (char *)NULL);
+        const char *argv[16];
+        size_t n = 0;
+        const char *fixed[] = {mon_path,      "--pod-id", pod_id,      "--run-dir", run_dir,
+                               "--state-dir", state_dir,  "--runtime", runtime};
+        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+            argv[n++] = fixed[i];
+        if (netns) {
+            argv[n++] = "--netns";
+            argv[n++] = netns;
+        }
+        if (pid_ns) {
+            argv[n++] = "--pid-ns";
+            argv[n++] = pid_ns;
+        }
+        argv[n] = NULL;
+        execv(mon_path, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
         _exit(127);
     }
