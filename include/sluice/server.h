@@ -29,6 +29,10 @@
 #define SL_DEFAULT_MAX_WS_MESSAGE (32u * 1024 * 1024)
 #define SL_DEFAULT_MAX_SESSIONS 4096u
 #define SL_DEFAULT_OUTPUT_HIGH_WATER (256u * 1024)
+/* Connections open at once, upgraded or not: beyond, a new one is answered
+ * 503 and closed at once, so a flood of idle connections costs the process
+ * a bounded number of fds. */
+#define SL_DEFAULT_MAX_CONNECTIONS 1024u
 /* TCP keepalive on accepted connections: a peer silent for idle ms is
  * probed every interval ms; count unanswered probes end the connection
  * (with unacknowledged data, the same total as TCP_USER_TIMEOUT). The
@@ -56,6 +60,7 @@ typedef struct sl_server_config {
     uint32_t keepalive_idle_ms;     /* TCP keepalive after this much silence; 0 = off */
     uint32_t keepalive_interval_ms; /* between unanswered probes (>= 1000 in effect) */
     uint32_t keepalive_count;       /* unanswered probes that end the connection */
+    uint32_t max_connections;       /* accepted connections open at once; beyond, 503 */
 } sl_server_config;
 
 typedef struct sl_server sl_server;
@@ -163,6 +168,10 @@ SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t 
 
 /* Number of live sessions (upgraded connections). */
 SL_EXPORT size_t sl_server_session_count(const sl_server *s);
+/* Connections open (sessions, heads being read, hand-offs in flight), and
+ * how many were answered 503 at accept because max_connections were open. */
+SL_EXPORT size_t sl_server_connection_count(const sl_server *s);
+SL_EXPORT uint64_t sl_server_refused_count(const sl_server *s);
 
 /* Stops listening, ends every session (cancelling their processes) and
  * calls cb once all handles are closed; then sl_server_free(). */

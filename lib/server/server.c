@@ -1,6 +1,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "server/server_impl.h"
@@ -26,6 +27,7 @@ void sl_server_config_init(sl_server_config *c)
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
+    c->max_connections = SL_DEFAULT_MAX_CONNECTIONS;
 }
 
 static void free_payload(void *p)
@@ -43,7 +45,7 @@ int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime
 {
     *out = NULL;
     if (!cfg->address || !rt || !rt->ops || cfg->max_pending_tokens == 0 || cfg->max_headers == 0 ||
-        cfg->max_head_size < 64)
+        cfg->max_head_size < 64 || cfg->max_connections == 0)
         return SL_ERR_INVAL;
     sl_server *s = calloc(1, sizeof(*s));
     if (!s)
@@ -66,12 +68,56 @@ int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime
     return SL_OK;
 }
 
+static void maybe_closed(sl_server *s);
+
+static void refused_closed_cb(uv_handle_t *h)
+{
+    sl_server *s = h->data;
+    free(h);
+    s->open_handles--;
+    maybe_closed(s);
+}
+
+/* Beyond max_connections: the answer fits an empty socket buffer, so it is
+ * sent without waiting, and what the peer already sent is read first so
+ * that closing sends FIN rather than a RST that could destroy the answer. */
+static void refuse(sl_server *s, uv_stream_t *l)
+{
+#define REFUSED_BODY "too many streaming connections\n"
+    _Static_assert(sizeof(REFUSED_BODY) - 1 == 31, "Content-Length below");
+    static const char answer[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "X-Content-Type-Options: nosniff\r\n"
+                                 "Content-Length: 31\r\n"
+                                 "Connection: close\r\n"
+                                 "\r\n" REFUSED_BODY;
+    uv_tcp_t *t = malloc(sizeof(*t));
+    if (!t)
+        return; /* the connection stays in the backlog */
+    uv_tcp_init(s->loop, t);
+    t->data = s;
+    s->open_handles++;
+    uv_os_fd_t fd;
+    if (uv_accept(l, (uv_stream_t *)t) == 0 && uv_fileno((uv_handle_t *)t, &fd) == 0) {
+        char scratch[4096];
+        while (recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) > 0)
+            ;
+        (void)!send(fd, answer, sizeof(answer) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        shutdown(fd, SHUT_WR);
+        s->refused++;
+    }
+    uv_close((uv_handle_t *)t, refused_closed_cb);
+}
+
 static void listen_cb(uv_stream_t *l, int status)
 {
     sl_server *s = l->data;
     if (status < 0 || s->closing)
         return;
-    sl_conn_accept(s, l);
+    if (s->nconns >= s->cfg.max_connections)
+        refuse(s, l);
+    else
+        sl_conn_accept(s, l);
 }
 
 static int bind_listener(sl_server *s)
@@ -155,6 +201,16 @@ int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
 size_t sl_server_session_count(const sl_server *s)
 {
     return s->nsessions;
+}
+
+size_t sl_server_connection_count(const sl_server *s)
+{
+    return s->nconns;
+}
+
+uint64_t sl_server_refused_count(const sl_server *s)
+{
+    return s->refused;
 }
 
 static int park(sl_server *s, sl_stream_req *req, const char *method, char **url)

@@ -24,6 +24,7 @@ struct sl_server {
     sl_conn *conns; /* doubly linked list of live connections */
     size_t nconns;
     size_t nsessions; /* upgraded connections */
+    uint64_t refused; /* connections answered 503 beyond max_connections */
     bool closing;
     int open_handles;
     void (*close_cb)(sl_server *s, void *arg);

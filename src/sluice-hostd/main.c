@@ -44,7 +44,8 @@ static void usage(FILE *f)
             "  --max-headers N           header fields (default %u)\n"
             "  --max-head-size N         bytes (default %u)\n"
             "  --max-ws-message N        bytes (default %u)\n"
-            "  --max-sessions N          concurrent connections (default %u)\n"
+            "  --max-sessions N          concurrent sessions (default %u)\n"
+            "  --max-connections N       open connections, beyond: 503 (default %u)\n"
             "  --keepalive-idle-ms N     TCP keepalive after this silence, 0 = off (default %u)\n"
             "  --keepalive-interval-ms N between keepalive probes (default %u)\n"
             "  --keepalive-count N       unanswered probes that end it (default %u)\n"
@@ -54,8 +55,8 @@ static void usage(FILE *f)
             SL_DEFAULT_MAX_PENDING_TOKENS, (unsigned long long)SL_DEFAULT_IDLE_TIMEOUT_MS,
             SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_CREATION_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE,
             SL_DEFAULT_MAX_HEADERS, SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE,
-            SL_DEFAULT_MAX_SESSIONS, SL_DEFAULT_KEEPALIVE_IDLE_MS, SL_DEFAULT_KEEPALIVE_INTERVAL_MS,
-            SL_DEFAULT_KEEPALIVE_COUNT);
+            SL_DEFAULT_MAX_SESSIONS, SL_DEFAULT_MAX_CONNECTIONS, SL_DEFAULT_KEEPALIVE_IDLE_MS,
+            SL_DEFAULT_KEEPALIVE_INTERVAL_MS, SL_DEFAULT_KEEPALIVE_COUNT);
 }
 
 static int number(const char *s, unsigned long long max, unsigned long long *out)
@@ -100,6 +101,7 @@ enum {
     O_MAXHEAD,
     O_MAXWS,
     O_MAXSESS,
+    O_MAXCONNS,
     O_KAIDLE,
     O_KAINTVL,
     O_KACNT,
@@ -124,6 +126,7 @@ static const struct option long_opts[] = {
     {"max-head-size", 1, 0, O_MAXHEAD},
     {"max-ws-message", 1, 0, O_MAXWS},
     {"max-sessions", 1, 0, O_MAXSESS},
+    {"max-connections", 1, 0, O_MAXCONNS},
     {"keepalive-idle-ms", 1, 0, O_KAIDLE},
     {"keepalive-interval-ms", 1, 0, O_KAINTVL},
     {"keepalive-count", 1, 0, O_KACNT},
@@ -187,6 +190,8 @@ static int parse_opt(hostd *d, int o, const char *arg)
         return set_u32(&d->cfg.max_ws_message, arg);
     case O_MAXSESS:
         return set_u32(&d->cfg.max_sessions, arg);
+    case O_MAXCONNS:
+        return set_u32(&d->cfg.max_connections, arg);
     case O_KAIDLE:
         return set_u32(&d->cfg.keepalive_idle_ms, arg);
     case O_KAINTVL:

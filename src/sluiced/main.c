@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "config/config.h"
 #include "cri/service.h"
@@ -30,6 +31,20 @@ typedef struct sluiced {
     int closing;   /* servers still closing */
 } sluiced;
 
+/* Streaming connections take at most 1/STREAM_FD_SHARE of the open-file
+ * soft limit, so idle ones never leave the CRI socket (half of it, see
+ * SL_GRPC_FD_SHARE), the monitors and the image store without fds. */
+#define STREAM_FD_SHARE 4
+
+static uint32_t stream_fd_bound(uint32_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+        return want;
+    rlim_t share = rl.rlim_cur / STREAM_FD_SHARE;
+    return share >= want ? want : share > 0 ? (uint32_t)share : 1;
+}
+
 static void stream_config(const sl_config *c, sl_server_config *s)
 {
     sl_server_config_init(s);
@@ -46,6 +61,12 @@ static void stream_config(const sl_config *c, sl_server_config *s)
     s->max_head_size = c->max_head_size;
     s->max_ws_message = c->max_ws_message;
     s->max_sessions = c->max_sessions;
+    s->max_connections = stream_fd_bound(c->max_stream_connections);
+    if (s->max_connections < c->max_stream_connections)
+        fprintf(stderr,
+                "sluiced: max-stream-connections %u lowered to %u (a quarter of the open-file "
+                "limit)\n",
+                c->max_stream_connections, s->max_connections);
     s->keepalive_idle_ms = c->keepalive_idle_ms;
     s->keepalive_interval_ms = c->keepalive_interval_ms;
     s->keepalive_count = c->keepalive_count;

@@ -70,6 +70,8 @@ static const key keys[] = {
     {"max-ws-message", K_U32, F(max_ws_message), 1, U32MAX, "BYTES",
      "one reassembled WebSocket message"},
     {"max-sessions", K_U32, F(max_sessions), 1, U32MAX, "N", "concurrent streaming sessions"},
+    {"max-stream-connections", K_U32, F(max_stream_connections), 1, U32MAX, "N",
+     "open streaming connections (at most a quarter of the open-file limit); beyond, 503"},
     {"portforward-connect-timeout-ms", K_U32, F(pf_connect_timeout_ms), 1, U32MAX, "MS",
      "a port-forward connect inside the pod gives up after this"},
     {"max-recv-message", K_U32, F(max_recv_message), 1024, I32MAX, "BYTES",
@@ -121,6 +123,7 @@ void sl_config_init(sl_config *c)
     c->max_head_size = SL_DEFAULT_MAX_HEAD_SIZE;
     c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
     c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
+    c->max_stream_connections = SL_DEFAULT_MAX_CONNECTIONS;
     c->pf_connect_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;

@@ -48,7 +48,8 @@ typedef struct sl_config {
     uint32_t max_head_size;
     uint32_t max_ws_message;
     uint32_t max_sessions;
-    uint32_t pf_connect_timeout_ms; /* the pod monitor's port-forward connect */
+    uint32_t max_stream_connections; /* bounded by the open-file limit at start */
+    uint32_t pf_connect_timeout_ms;  /* the pod monitor's port-forward connect */
     uint32_t keepalive_idle_ms, keepalive_interval_ms, keepalive_count;
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;

@@ -376,9 +376,14 @@ export class SluicedInstance {
     this.cri?.close();
     this.cri = null;
     // this.binary: another copy of sluiced (an upgrade), else SLUICED
+    // opts.nofile: the daemon's open-file limit (soft and hard), set by
+    // prlimit, which execs it (same pid)
+    const bin = this.binary || SLUICED;
+    const [file, argv] = this.opts.nofile
+      ? ['prlimit', [`--nofile=${this.opts.nofile}:${this.opts.nofile}`, '--', bin, ...this.args()]]
+      : [bin, this.args()];
     this.proc = new SluicedProc(
-      spawn(this.binary || SLUICED, this.args(), { stdio: ['ignore', 'pipe', 'pipe'], env: this.env() }),
-      this.root);
+      spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: this.env() }), this.root);
     this.procs.push(this.proc);
     await this.proc.waitBanner();
     this.endpoint = this.proc.endpoint;
