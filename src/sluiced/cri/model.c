@@ -308,3 +308,32 @@ void sl_model_ctr_status(const sl_model *m, const sl_ctr *c, sl_ctr_status *st)
     snprintf(st->message, sizeof(st->message), "%s", sl_rec_str(j, "message"));
     json_decref(j);
 }
+
+int sl_model_ctr_set_exited(const sl_model *m, const sl_ctr *c, int exit_code, const char *reason,
+                            const char *message, sl_error *e)
+{
+    SL_AUTOFREE char *dir = sl_state_dir(m->state_dir, KIND_CTRS, c->id);
+    SL_AUTOFREE char *path = dir ? sl_path_join(dir, STATUS_FILE) : NULL;
+    SL_AUTOFREE char *text = NULL;
+    if (!path)
+        return sl_error_set(e, ENOMEM, "container %s status", c->id);
+    sl_error ignored;
+    json_t *j = sl_read_file(path, STATUS_MAX, &text, NULL, &ignored) == 0
+                    ? json_loads(text, 0, NULL)
+                    : NULL;
+    if (!j)
+        j = json_object();
+    if (!j || json_object_set_new(j, "state", json_string("exited")) < 0 ||
+        json_object_set_new(j, "exit_code", json_integer(exit_code)) < 0 ||
+        json_object_set_new(j, "finished_at", json_integer(sl_now_ns())) < 0 ||
+        json_object_set_new(j, "reason", json_string(reason)) < 0 ||
+        json_object_set_new(j, "message", json_string(message)) < 0) {
+        json_decref(j);
+        return sl_error_set(e, ENOMEM, "container %s status", c->id);
+    }
+    SL_AUTOFREE char *out = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!out)
+        return sl_error_set(e, ENOMEM, "container %s status", c->id);
+    return sl_write_file_atomic(path, out, strlen(out), 0644, e);
+}

@@ -26,6 +26,7 @@ typedef struct sl_pod {
     bool ready;                            /* SANDBOX_READY */
     int64_t created_at;                    /* ns */
     sl_monc *mon;                          /* NULL while not connected */
+    bool mon_dead;                         /* its monitor died (mon_death.c) */
     void *owner;                           /* the sl_rt, for monitor events */
 } sl_pod;
 
@@ -78,6 +79,10 @@ int sl_model_remove_ctr(sl_model *m, sl_ctr *c, sl_error *e);
 
 /* Reads the monitor's status.json of c (created when absent). */
 void sl_model_ctr_status(const sl_model *m, const sl_ctr *c, sl_ctr_status *st);
+/* Writes c's status.json as exited now, for a container whose monitor is
+ * gone (the monitor writes it otherwise). Returns 0 or -1 (*e). */
+int sl_model_ctr_set_exited(const sl_model *m, const sl_ctr *c, int exit_code, const char *reason,
+                            const char *message, sl_error *e);
 
 /* Record field helpers. */
 const char *sl_rec_str(const json_t *rec, const char *key);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cri/mon_death.h"
 #include "fsutil.h"
 
 /* The monitor sits next to sluiced when installed, or in its own folder
@@ -62,11 +63,19 @@ sl_monc *sl_rt_pod_mon(sl_rt *rt, sl_pod *p, sl_error *e)
         sl_error_set(e, ESHUTDOWN, "sluiced is shutting down");
         return NULL;
     }
-    SL_AUTOFREE char *dir = sl_rt_pod_run_dir(rt, p->id);
-    p->owner = rt;
-    p->mon = dir ? sl_monc_connect(rt->loop, dir, sl_rt_mon_event, p, e) : NULL;
-    if (!p->mon)
-        sl_error_wrap(e, "pod %s has no running monitor", p->id);
+    if (!p->mon_dead) {
+        SL_AUTOFREE char *dir = sl_rt_pod_run_dir(rt, p->id);
+        p->owner = rt;
+        p->mon = dir ? sl_monc_connect(rt->loop, dir, sl_rt_mon_event, p, e) : NULL;
+        if (!p->mon) {
+            sl_error_wrap(e, "pod %s has no running monitor", p->id);
+            return NULL;
+        }
+        sl_mon_watch_pod(rt, p); /* may find it dead */
+    }
+    if (p->mon_dead)
+        sl_error_set(e, ESRCH, "the monitor of pod %s (pid %lld) died", p->id,
+                     (long long)sl_rec_int(p->rec, "mon_pid"));
     return p->mon;
 }
 
@@ -97,8 +106,11 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         p->owner = rt;
         sl_error me;
-        if (!sl_rt_pod_mon(rt, p, &me) && p->ready)
-            fprintf(stderr, "sluiced: %s\n", me.msg);
+        if (!sl_rt_pod_mon(rt, p, &me)) {
+            if (p->ready)
+                fprintf(stderr, "sluiced: %s\n", me.msg);
+            sl_mon_check_gone(rt, p);
+        }
     }
     sl_rt_stream_init(rt);
     return 0;
@@ -107,6 +119,7 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
 void sl_rt_detach(sl_rt *rt)
 {
     rt->detached = true;
+    sl_mon_watch_close_all(rt);
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         sl_monc *m = p->mon;
         p->mon = NULL;

@@ -14,18 +14,20 @@
 #include "sys_error.h"
 
 typedef struct sl_stream_sess sl_stream_sess; /* stream_runtime.c */
+struct sl_pidwatch;                           /* mon_death.c */
 
 typedef struct sl_rt {
     uv_loop_t *loop;
     const sl_config *cfg;
     sl_model model;
     sl_image_store *images;
-    char *mon_path;           /* the sluice-mon executable */
-    char *pods_run_dir;       /* <run-dir>/pods */
-    sl_runtime stream_rt;     /* the libsluice runtime backend */
-    sl_stream_sess *sessions; /* live exec/attach sessions */
-    bool detached;            /* shutting down: no new monitor connections */
-    sl_events events;         /* GetContainerEvents subscribers */
+    char *mon_path;              /* the sluice-mon executable */
+    char *pods_run_dir;          /* <run-dir>/pods */
+    sl_runtime stream_rt;        /* the libsluice runtime backend */
+    sl_stream_sess *sessions;    /* live exec/attach sessions */
+    bool detached;               /* shutting down: no new monitor connections */
+    sl_events events;            /* GetContainerEvents subscribers */
+    struct sl_pidwatch *watches; /* monitors, and containers whose monitor died */
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod

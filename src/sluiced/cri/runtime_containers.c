@@ -14,6 +14,7 @@
 #include "cri/ctr_resources.h"
 #include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
+#include "cri/mon_death.h"
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
 #include "fsutil.h"
@@ -110,10 +111,35 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
     free(op);
 }
 
+static void orphan_killed(void *arg)
+{
+    json_t *ok = json_pack("{s:b}", "ok", true);
+    op_reply(arg, ok, NULL, 0);
+    json_decref(ok);
+}
+
+/* A stop or remove in a pod whose monitor died: the OCI runtime kills the
+ * container (at once: the grace period needs the monitor). */
+static bool kill_orphan(ctr_op *op, sl_pod *p)
+{
+    sl_ctr *c = sl_model_ctr(&op->rt->model, op->id);
+    if (!p || !p->mon_dead || !c ||
+        (op->kind != OP_STOP && op->kind != OP_REMOVE_STOP && op->kind != OP_REMOVE))
+        return false;
+    op->kind = op->kind == OP_STOP ? OP_STOP : OP_REMOVE;
+    if (sl_mon_kill_orphan(op->rt, p, c, orphan_killed, op) < 0)
+        orphan_killed(op);
+    return true;
+}
+
 /* Sends req to the pod's monitor; without one the reply is "gone". */
 static void send_op(ctr_op *op, sl_pod *p, json_t *req)
 {
     sl_error e;
+    if (kill_orphan(op, p)) {
+        json_decref(req);
+        return;
+    }
     sl_monc *m = p ? sl_rt_pod_mon(op->rt, p, &e) : NULL;
     if (!m || sl_monc_request(m, req, NULL, 0, op_reply, op, &e) < 0) {
         if (!m)

@@ -11,6 +11,7 @@
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
 #include "cri/ctr_namespaces.h"
+#include "cri/mon_death.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
@@ -285,6 +286,7 @@ static void finish_remove(sl_rt *rt, sl_pod *p)
         sl_cri_forget_ctr(rt, c);
         sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id, p->id);
     }
+    sl_mon_unwatch(rt, p->id);
     /* Sent while the pod is still known, so the event carries its status. */
     sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, p);
     sl_pod_ns_remove(sl_rec_str(p->rec, "ns_dir"), &e);
@@ -351,6 +353,23 @@ static void send_pod_requests(pod_op *op, sl_pod *p, sl_monc *m)
     pod_op_reply(op, NULL, NULL, 0);
 }
 
+static void orphan_killed(void *arg)
+{
+    pod_op_reply(arg, NULL, NULL, 0);
+}
+
+/* Without a monitor (it died) nothing else kills the containers it left. */
+static void kill_orphans(pod_op *op, sl_pod *p)
+{
+    op->pending = 1;
+    for (sl_ctr *c = op->rt->model.ctrs; c; c = c->next) {
+        /* Every one, exited or not: what is left in its cgroup goes too. */
+        if (!strcmp(c->pod_id, p->id) && sl_mon_kill_orphan(op->rt, p, c, orphan_killed, op) == 0)
+            op->pending++;
+    }
+    pod_op_reply(op, NULL, NULL, 0);
+}
+
 static void stop_or_remove(sl_grpc_call *call, sl_rt *rt, const char *id, bool remove)
 {
     sl_pod *p = sl_model_pod(&rt->model, id);
@@ -371,10 +390,11 @@ static void stop_or_remove(sl_grpc_call *call, sl_rt *rt, const char *id, bool r
     sl_error e;
     sl_monc *m = sl_rt_pod_mon(rt, p, &e);
     if (!m) {
-        op->pending = 1;
-        pod_op_reply(op, NULL, NULL, 0);
+        kill_orphans(op, p);
         return;
     }
+    if (remove)
+        sl_mon_unwatch(rt, p->id); /* its monitor exits on purpose */
     send_pod_requests(op, p, m);
 }
 

@@ -1,0 +1,322 @@
+/* Pod monitors that die, and the containers they leave: see mon_death.h. */
+#include "cri/mon_death.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cri/mon_client.h"
+#include "fsutil.h"
+
+#define MON_COMM "sluice-mon"
+#define PROC_TEXT_MAX 4096
+#define RUNC_STATE_MAX (1024 * 1024)
+
+struct sl_pidwatch {
+    uv_poll_t poll;
+    int fd;
+    sl_rt *rt;
+    char pod_id[SL_ID_HEX + 1];
+    char ctr_id[SL_ID_HEX + 1]; /* "": the pod's monitor */
+    struct sl_pidwatch *prev, *next;
+};
+
+/* ---- processes ---- */
+
+static int pidfd_open_pid(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static bool read_proc(pid_t pid, const char *what, char **text)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+    sl_error e;
+    return sl_read_file(path, PROC_TEXT_MAX, text, NULL, &e) == 0;
+}
+
+/* The process's state letter and start time (clock ticks after boot), the
+ * 3rd and 22nd fields of /proc/PID/stat; false when it is gone. */
+static bool proc_stat(pid_t pid, char *state, unsigned long long *start)
+{
+    SL_AUTOFREE char *text = NULL;
+    if (!read_proc(pid, "stat", &text))
+        return false;
+    const char *p = strrchr(text, ')'); /* the name may hold spaces and ')' */
+    if (!p || sscanf(p + 1, " %c", state) != 1)
+        return false;
+    for (int field = 3; field <= 22; field++) { /* to the space before field 22 */
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return false;
+    }
+    return sscanf(p + 1, "%llu", start) == 1;
+}
+
+static bool proc_is_monitor(pid_t pid)
+{
+    SL_AUTOFREE char *comm = NULL;
+    char state;
+    unsigned long long start;
+    return read_proc(pid, "comm", &comm) && !strcmp(comm, MON_COMM "\n") &&
+           proc_stat(pid, &state, &start) && state != 'Z';
+}
+
+static char *runc_root(const sl_rt *rt, const char *pod_id)
+{
+    SL_AUTOFREE char *run = sl_rt_pod_run_dir(rt, pod_id);
+    return run ? sl_path_join(run, "runc") : NULL;
+}
+
+/* The container's init as runc recorded it, verified against the process
+ * that has that pid now (same start time, not a zombie). */
+static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
+{
+    SL_AUTOFREE char *root = runc_root(rt, c->pod_id);
+    SL_AUTOFREE char *dir = root ? sl_path_join(root, c->id) : NULL;
+    SL_AUTOFREE char *path = dir ? sl_path_join(dir, "state.json") : NULL;
+    SL_AUTOFREE char *text = NULL;
+    sl_error e;
+    if (!path || sl_read_file(path, RUNC_STATE_MAX, &text, NULL, &e) < 0)
+        return false;
+    json_t *j = json_loads(text, 0, NULL);
+    json_int_t init = json_integer_value(json_object_get(j, "init_process_pid"));
+    json_int_t want = json_integer_value(json_object_get(j, "init_process_start"));
+    json_decref(j);
+    char state;
+    unsigned long long start;
+    if (init <= 0 || !proc_stat((pid_t)init, &state, &start) || state == 'Z' ||
+        start != (unsigned long long)want)
+        return false;
+    *pid = (pid_t)init;
+    return true;
+}
+
+/* ---- watches ---- */
+
+static void watch_freed(uv_handle_t *h)
+{
+    struct sl_pidwatch *w = h->data;
+    close(w->fd);
+    free(w);
+}
+
+static void watch_close(struct sl_pidwatch *w)
+{
+    sl_rt *rt = w->rt;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        rt->watches = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    uv_close((uv_handle_t *)&w->poll, watch_freed);
+}
+
+static struct sl_pidwatch *watch_find(sl_rt *rt, const char *pod_id, const char *ctr_id)
+{
+    for (struct sl_pidwatch *w = rt->watches; w; w = w->next)
+        if (!strcmp(w->pod_id, pod_id) && !strcmp(w->ctr_id, ctr_id))
+            return w;
+    return NULL;
+}
+
+static void mon_died(sl_rt *rt, sl_pod *p);
+static void ctr_gone(sl_rt *rt, sl_ctr *c);
+
+static void watch_cb(uv_poll_t *h, int status, int events)
+{
+    (void)status;
+    (void)events; /* readable, or an error: the process is gone either way */
+    struct sl_pidwatch *w = h->data;
+    sl_rt *rt = w->rt;
+    char pod_id[SL_ID_HEX + 1], ctr_id[SL_ID_HEX + 1];
+    snprintf(pod_id, sizeof(pod_id), "%s", w->pod_id);
+    snprintf(ctr_id, sizeof(ctr_id), "%s", w->ctr_id);
+    watch_close(w);
+    sl_pod *p = sl_model_pod(&rt->model, pod_id);
+    sl_ctr *c = *ctr_id ? sl_model_ctr(&rt->model, ctr_id) : NULL;
+    if (p && !*ctr_id)
+        mon_died(rt, p);
+    else if (c)
+        ctr_gone(rt, c);
+}
+
+/* Returns 0, or -1 with errno (ESRCH: the process is gone). */
+static int watch_add(sl_rt *rt, const char *pod_id, const char *ctr_id, pid_t pid)
+{
+    struct sl_pidwatch *w = calloc(1, sizeof(*w));
+    if (!w)
+        return -1;
+    w->fd = pidfd_open_pid(pid);
+    if (w->fd < 0 || uv_poll_init(rt->loop, &w->poll, w->fd) < 0) {
+        int err = errno;
+        if (w->fd >= 0)
+            close(w->fd);
+        free(w);
+        errno = err;
+        return -1;
+    }
+    w->rt = rt;
+    w->poll.data = w;
+    snprintf(w->pod_id, sizeof(w->pod_id), "%s", pod_id);
+    snprintf(w->ctr_id, sizeof(w->ctr_id), "%s", ctr_id);
+    w->next = rt->watches;
+    if (w->next)
+        w->next->prev = w;
+    rt->watches = w;
+    uv_poll_start(&w->poll, UV_READABLE, watch_cb);
+    return 0;
+}
+
+void sl_mon_watch_close_all(sl_rt *rt)
+{
+    while (rt->watches)
+        watch_close(rt->watches);
+}
+
+void sl_mon_unwatch(sl_rt *rt, const char *pod_id)
+{
+    for (struct sl_pidwatch *w = rt->watches, *next; w; w = next) {
+        next = w->next;
+        if (!strcmp(w->pod_id, pod_id))
+            watch_close(w);
+    }
+}
+
+/* ---- what a death means ---- */
+
+static void set_exited(sl_rt *rt, sl_ctr *c, int code, const char *message)
+{
+    sl_error e;
+    if (sl_model_ctr_set_exited(&rt->model, c, code, "Error", message, &e) < 0)
+        fprintf(stderr, "sluiced: container %s: %s\n", c->id, e.msg);
+    sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, c->id, c->pod_id);
+}
+
+static void ctr_gone(sl_rt *rt, sl_ctr *c)
+{
+    set_exited(rt, c, SL_MON_DEATH_EXIT_CODE,
+               "the pod monitor died; the container's exit status is unknown");
+}
+
+/* A running container stays so while its process is verified alive. */
+static void reconcile(sl_rt *rt, sl_ctr *c)
+{
+    sl_ctr_status st;
+    sl_model_ctr_status(&rt->model, c, &st);
+    if (st.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING ||
+        watch_find(rt, c->pod_id, c->id))
+        return;
+    pid_t pid;
+    if (!ctr_alive(rt, c, &pid) || watch_add(rt, c->pod_id, c->id, pid) < 0)
+        ctr_gone(rt, c);
+}
+
+static void mon_died(sl_rt *rt, sl_pod *p)
+{
+    if (!p->mon_dead)
+        fprintf(stderr, "sluiced: pod %s: its monitor (pid %lld) died\n", p->id,
+                (long long)sl_rec_int(p->rec, "mon_pid"));
+    p->mon_dead = true;
+    if (p->mon) {
+        sl_monc *m = p->mon;
+        p->mon = NULL;
+        sl_monc_close(m);
+        sl_rt_stream_event(rt, p, NULL);
+    }
+    if (p->ready || !sl_rec_bool(p->rec, "mon_dead")) {
+        bool was_ready = p->ready;
+        p->ready = false;
+        json_object_set_new(p->rec, "mon_dead", json_true());
+        sl_error e;
+        if (sl_model_save_pod(&rt->model, p, &e) < 0)
+            fprintf(stderr, "sluiced: pod %s: %s\n", p->id, e.msg);
+        if (was_ready)
+            sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
+    }
+    for (sl_ctr *c = rt->model.ctrs; c; c = c->next)
+        if (!strcmp(c->pod_id, p->id))
+            reconcile(rt, c);
+}
+
+void sl_mon_watch_pod(sl_rt *rt, sl_pod *p)
+{
+    pid_t pid = (pid_t)sl_rec_int(p->rec, "mon_pid");
+    if (pid <= 0 || watch_find(rt, p->id, ""))
+        return;
+    if (!proc_is_monitor(pid)) { /* the pid names no monitor: it is gone */
+        mon_died(rt, p);
+        return;
+    }
+    if (watch_add(rt, p->id, "", pid) < 0 && errno == ESRCH)
+        mon_died(rt, p);
+}
+
+void sl_mon_check_gone(sl_rt *rt, sl_pod *p)
+{
+    pid_t pid = (pid_t)sl_rec_int(p->rec, "mon_pid");
+    if (sl_rec_bool(p->rec, "mon_dead") || (pid > 0 && !proc_is_monitor(pid)))
+        mon_died(rt, p);
+}
+
+/* ---- killing what a dead monitor left ---- */
+
+typedef struct orphan_kill {
+    uv_process_t proc;
+    sl_rt *rt;
+    char ctr_id[SL_ID_HEX + 1];
+    bool was_running;
+    sl_mon_kill_fn done;
+    void *arg;
+} orphan_kill;
+
+static void kill_freed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void kill_exited(uv_process_t *proc, int64_t status, int sig)
+{
+    orphan_kill *k = proc->data;
+    sl_ctr *c = sl_model_ctr(&k->rt->model, k->ctr_id);
+    if (k->was_running && (status != 0 || sig != 0))
+        fprintf(stderr, "sluiced: container %s: %s delete --force: exit %lld, signal %d\n",
+                k->ctr_id, k->rt->cfg->runtime_path, (long long)status, sig);
+    if (c && k->was_running)
+        set_exited(k->rt, c, SL_MON_DEATH_KILLED_CODE, "killed after the pod monitor died");
+    k->done(k->arg);
+    uv_close((uv_handle_t *)proc, kill_freed);
+}
+
+int sl_mon_kill_orphan(sl_rt *rt, sl_pod *p, sl_ctr *c, sl_mon_kill_fn done, void *arg)
+{
+    SL_AUTOFREE char *root = runc_root(rt, p->id);
+    orphan_kill *k = root ? calloc(1, sizeof(*k)) : NULL;
+    if (!k)
+        return -1;
+    struct sl_pidwatch *w = watch_find(rt, p->id, c->id);
+    if (w)
+        watch_close(w); /* the kill says how it ended */
+    sl_ctr_status st;
+    sl_model_ctr_status(&rt->model, c, &st);
+    k->was_running = st.state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+    k->rt = rt;
+    k->done = done;
+    k->arg = arg;
+    snprintf(k->ctr_id, sizeof(k->ctr_id), "%s", c->id);
+    char *args[] = {
+        (char *)rt->cfg->runtime_path, "--root", root, "delete", "--force", c->id, NULL};
+    uv_process_options_t o = {.file = args[0], .args = args, .exit_cb = kill_exited};
+    k->proc.data = k;
+    if (uv_spawn(rt->loop, &k->proc, &o) < 0) {
+        uv_close((uv_handle_t *)&k->proc, kill_freed);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* A pod monitor that dies (SIGKILL, a crash) takes the reader of its
+ * containers' output and their reaper with it. sluiced watches each
+ * monitor's process through a pidfd, so it knows within a loop iteration;
+ * it then reports the truth: the pod is not ready, a container whose
+ * process is verified alive (runc's record of its init: pid and start time)
+ * stays running and is watched until it exits, every other one is exited
+ * with code 255 (its status died with the monitor). Stop and remove of such
+ * containers kill them with the OCI runtime directly. A new monitor that
+ * adopts the running containers is not built. */
+#ifndef SL_CRI_MON_DEATH_H
+#define SL_CRI_MON_DEATH_H
+
+#include "cri/rt.h"
+
+/* Exit code of a container whose monitor died before it (unknown). */
+#define SL_MON_DEATH_EXIT_CODE 255
+/* Exit code of one sluiced killed after its monitor died (SIGKILL). */
+#define SL_MON_DEATH_KILLED_CODE 137
+
+/* Starts watching p's monitor (its pid from the pod record) once it is
+ * connected; a monitor already gone is handled at once. */
+void sl_mon_watch_pod(sl_rt *rt, sl_pod *p);
+/* For a pod whose monitor cannot be reached (at start): handles it as dead
+ * when its process is gone; a pod recorded as such is handled again (its
+ * containers may still run). */
+void sl_mon_check_gone(sl_rt *rt, sl_pod *p);
+/* Stops every watch (shutdown), or those of one pod (its monitor is being
+ * shut down on purpose). */
+void sl_mon_watch_close_all(sl_rt *rt);
+void sl_mon_unwatch(sl_rt *rt, const char *pod_id);
+
+typedef void (*sl_mon_kill_fn)(void *arg);
+/* Kills and deletes container c of a pod whose monitor died (`runtime
+ * delete --force`, off the loop), records it exited (137) when it ran, then
+ * calls done. Returns 0, or -1 when nothing was started (done not called). */
+int sl_mon_kill_orphan(sl_rt *rt, sl_pod *p, sl_ctr *c, sl_mon_kill_fn done, void *arg);
+
+#endif

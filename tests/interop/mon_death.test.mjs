@@ -1,0 +1,109 @@
+// A pod monitor killed with SIGKILL: sluiced notices (a pidfd on the
+// monitor) and reports the truth. The pod is NOTREADY; a container whose
+// process still runs (checked here from /proc) stays RUNNING, one that ended
+// when its output lost its reader (echo fails) is EXITED with 255 (its status
+// died with the monitor) and a message saying so; the same after a restart
+// of sluiced; exec is refused with the reason; RemoveContainer and
+// StopPodSandbox kill what is left (the processes are gone when they
+// answer, the stopped container EXITED 137) and RemovePodSandbox leaves
+// nothing behind. A new monitor that adopts the running containers is not
+// built: their output after the death is not logged.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { SluicedInstance, destroyAll, pidAlive, skipReason, sleep } from './lib/sluiced.mjs';
+
+const skip = skipReason();
+const WAIT_MS = 10000;
+
+async function pidOf(sd, ctr) {
+  const { info } = await sd.rt.ContainerStatus({ container_id: ctr, verbose: true });
+  return JSON.parse(info.info).pid;
+}
+
+// Polls pred; resolves the ms since t0 when it holds.
+async function waitFor(pred, what, t0 = performance.now(), ms = WAIT_MS) {
+  for (;;) {
+    const v = await pred();
+    if (v) return performance.now() - t0;
+    if (performance.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+async function podState(sd, id) {
+  return (await sd.rt.PodSandboxStatus({ pod_sandbox_id: id })).status.state;
+}
+
+describe('a pod monitor killed with SIGKILL', { skip }, () => {
+  let sd;
+  let pod;
+  const c = {};
+  const pids = {};
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'mdeath' });
+    pod = await sd.runPod('mdeath', { hostNetwork: true });
+    c.sleeper = await sd.runContainer(pod, 'sleeper', { command: ['sleep', '100000'] });
+    c.spare = await sd.runContainer(pod, 'spare', { command: ['sleep', '100001'] });
+    c.talker = await sd.runContainer(pod, 'talker',
+      { command: ['sh', '-c', 'while echo tick; do sleep 0.05; done'] });
+    for (const [k, id] of Object.entries(c)) pids[k] = await pidOf(sd, id);
+  });
+  after(() => destroyAll(sd));
+
+  test('the pod is NOTREADY at once; a live container stays RUNNING, a dead one EXITED 255',
+    async () => {
+      const monPid = Number(fs.readFileSync(path.join(sd.runDir, 'pods', pod.id, 'mon.pid'), 'utf8'));
+      assert.ok(pidAlive(monPid));
+      const t0 = performance.now();
+      process.kill(monPid, 'SIGKILL');
+      const notReady = await waitFor(async () => (await podState(sd, pod.id)) === 'SANDBOX_NOTREADY',
+        'pod NOTREADY', t0);
+      const exited = await waitFor(async () => (await sd.status(c.talker)).state === 'CONTAINER_EXITED',
+        'talker EXITED', t0);
+      console.log(`pod NOTREADY ${notReady.toFixed(0)} ms after the kill, ` +
+        `the talker EXITED ${exited.toFixed(0)} ms after the kill`);
+      assert.ok(!pidAlive(pids.talker), 'the talker is really gone');
+      const t = await sd.status(c.talker);
+      assert.deepEqual([t.exit_code, t.reason], [255, 'Error']);
+      assert.match(t.message, /the pod monitor died; the container's exit status is unknown/);
+      for (const k of ['sleeper', 'spare']) {
+        assert.ok(pidAlive(pids[k]), `${k} still runs`);
+        assert.equal((await sd.status(c[k])).state, 'CONTAINER_RUNNING', k);
+      }
+      const listed = await sd.rt.ListPodSandbox({});
+      assert.equal(listed.items.find((p) => p.id === pod.id).state, 'SANDBOX_NOTREADY');
+      assert.match(sd.proc.stderr, new RegExp(`pod ${pod.id}: its monitor \\(pid ${monPid}\\) died`));
+    });
+
+  test('exec and new containers are refused with the reason', async () => {
+    await assert.rejects(sd.execSync(c.sleeper, ['true']), /monitor of pod .* died/);
+    await assert.rejects(sd.createContainer(pod, 'late', { command: ['true'] }), /is not ready/);
+  });
+
+  test('after a restart of sluiced the states are the same', async () => {
+    await sd.restart();
+    assert.equal(await podState(sd, pod.id), 'SANDBOX_NOTREADY');
+    assert.equal((await sd.status(c.sleeper)).state, 'CONTAINER_RUNNING');
+    assert.equal((await sd.status(c.talker)).exit_code, 255);
+  });
+
+  test('RemoveContainer and StopPodSandbox kill what the monitor left', async () => {
+    await sd.rt.RemoveContainer({ container_id: c.spare });
+    assert.ok(!pidAlive(pids.spare), 'spare killed by RemoveContainer');
+    const listed = await sd.rt.ListContainers({ filter: { pod_sandbox_id: pod.id } });
+    assert.deepEqual(listed.containers.map((x) => x.id).sort(), [c.sleeper, c.talker].sort());
+    await sd.rt.StopPodSandbox({ pod_sandbox_id: pod.id });
+    assert.ok(!pidAlive(pids.sleeper), 'sleeper killed by StopPodSandbox');
+    const s = await sd.status(c.sleeper);
+    assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 137]);
+    assert.match(s.message, /killed after the pod monitor died/);
+  });
+
+  test('RemovePodSandbox, then sluiced stops with nothing left behind', async () => {
+    await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
+    assert.ok(!fs.existsSync(path.join(sd.runDir, 'pods', pod.id)));
+    await sd.stop();
+  });
+});
