@@ -142,8 +142,10 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
       }
       throw new Error(`${id}: no /tmp/sum`);
     };
+    const t0 = Date.now();
     srcSum = await sumOf(src);
     attSum = await sumOf(att);
+    console.log(`# the two 256 MiB blobs made and summed in ${Date.now() - t0} ms`);
     upload = crypto.randomBytes(BLOB);
     fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
     fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
@@ -155,7 +157,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     fs.chmodSync(path.join(dir, 'sluiced'), 0o755);
     fs.chmodSync(path.join(dir, 'sluice-mon'), 0o755);
     binaries.push(path.join(dir, 'sluiced'));
-  }, { timeout: 120000 });
+  }, { timeout: 300000 }); // 2 x 256 MiB from /dev/urandom, summed: minutes on a loaded machine
 
   after(async () => {
     terminateAll();
