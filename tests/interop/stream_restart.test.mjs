@@ -126,9 +126,11 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     // Attach output is never held up by a client (the monitor cuts one that
     // falls behind), so the hold is at the source: after 64 MiB the
     // container waits for /tmp/cont (made by the test once sluiced is back),
-    // and it writes 1 MiB at a time with a pause, a pace clients keep up with.
+    // and it writes 1 MiB at a time with a pause, a pace clients keep up with
+    // (at most ~50 MiB/s: at 5 ms an ASan monitor on the loaded machine let
+    // the SPDY attach client fall 4 MiB behind once, and it was cut).
     const piece = (from, to) => `i=${from}; while [ $i -lt ${to} ]; do ` +
-      'dd if=/tmp/blob bs=1048576 skip=$i count=1 2>/dev/null; i=$((i+1)); sleep 0.005; done';
+      'dd if=/tmp/blob bs=1048576 skip=$i count=1 2>/dev/null; i=$((i+1)); sleep 0.02; done';
     att = await sd.runContainer(pod, 'att', { stdin: true,
       command: ['sh', '-c', `${mk}; while read l; do ${piece(0, HOLD_AT / MiB)}; ` +
         'while [ ! -e /tmp/cont ]; do sleep 0.05; done; rm -f /tmp/cont; ' +
