@@ -14,6 +14,7 @@
 #include "sys_error.h"
 
 typedef struct sl_stream_sess sl_stream_sess; /* stream_runtime.c */
+typedef struct sl_net_release sl_net_release; /* pod_net.c */
 
 typedef struct sl_rt {
     uv_loop_t *loop;
@@ -26,6 +27,8 @@ typedef struct sl_rt {
     sl_stream_sess *sessions; /* live exec/attach sessions */
     bool detached;            /* shutting down: no new monitor connections */
     sl_events events;         /* GetContainerEvents subscribers */
+    /* CNI DELs in flight (pod_net.c) */
+    sl_net_release *net_releases;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod
