@@ -101,6 +101,7 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
             fprintf(stderr, "sluiced: %s\n", me.msg);
     }
     sl_rt_stream_init(rt);
+    sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
     return 0;
 }
 

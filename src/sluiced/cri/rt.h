@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "cri/ctr_mounts.h"
 #include "cri/events.h"
 #include "cri/model.h"
 #include "image/image_store.h"
@@ -29,6 +30,8 @@ typedef struct sl_rt {
     sl_events events;         /* GetContainerEvents subscribers */
     /* CNI DELs in flight (pod_net.c) */
     sl_net_release *net_releases;
+    /* what mounts can do (`runc features`, probed at start) */
+    sl_mount_probe mount_probe;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod

@@ -169,8 +169,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     sl_pod_ns_modes modes;
     sl_ctr_ns_plan plan;
     __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
-    sl_mount_env menv;
-    sl_mount_env_probe(rt->cfg->runtime_path, &menv);
+    const sl_mount_env *menv = &rt->mount_probe.env; /* done: the handler waited */
     sl_ns_pod_modes_load(p->rec, &modes);
     if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
         return NULL;
@@ -187,7 +186,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
                          .rootfs = rootfs,
                          .ns_dir = sl_rec_str(p->rec, "ns_dir"),
                          .ns = &ns,
-                         .mount_env = &menv,
+                         .mount_env = menv,
                          .hostname = uts && *p->config->hostname ? p->config->hostname : NULL,
                          .cgroups_path = cg,
                          .pod_etc_dir = etc_dir,
@@ -239,6 +238,10 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
     if (sl_cri_check_fields(&c->base, "config", &e) < 0 ||
         sl_cri_log_path_check(c->log_path, &e) < 0) {
         sl_grpc_call_fail_error(call, &e);
+        return;
+    }
+    if (!rt->mount_probe.done) { /* sluiced just started: what mounts can do comes first */
+        sl_waitq_retry(&rt->mount_probe.waiters, sl_cri_create_container, call, arg);
         return;
     }
     sl_pod *p = sl_cri_ready_pod(call, rt, req->pod_sandbox_id);
