@@ -223,15 +223,23 @@ static void test_dir_changes(void **state)
     assert_null(paths[1]);
     assert_int_equal(skipped, 1);
     sl_image_ids_free(paths);
-    assert_true(sl_image_store_file_unchanged(f->s, wpath(f, "images/a.tar")));
-    assert_false(sl_image_store_file_unchanged(f->s, wpath(f, "images/b.tar")));
-    assert_true(sl_image_store_source_gave(f->s, wpath(f, "images/a.tar"), "localhost/a:1"));
-    assert_false(sl_image_store_source_gave(f->s, wpath(f, "images/a.tar"), "localhost/a:2"));
-    assert_false(sl_image_store_source_gave(f->s, wpath(f, "images/b.tar"), "localhost/b:1"));
+    assert_true(sl_image_store_file_unchanged(f->s, wpath(f, "images/a.tar"), NULL));
+    assert_false(sl_image_store_file_unchanged(f->s, wpath(f, "images/b.tar"), NULL));
+    assert_int_equal(sl_image_store_source_gave(f->s, wpath(f, "images/a.tar"), "localhost/a:1"),
+                     1);
+    assert_int_equal(sl_image_store_source_gave(f->s, wpath(f, "images/a.tar"), "localhost/a:2"),
+                     0);
+    assert_int_equal(sl_image_store_source_gave(f->s, wpath(f, "images/b.tar"), "localhost/b:1"),
+                     -1);
+    /* the tag a pull wants is gone: the unchanged file counts as changed */
+    sl_error re = {0};
+    assert_int_equal(sl_image_store_remove(f->s, "localhost/a:1", &re), 0);
+    assert_false(sl_image_store_file_unchanged(f->s, wpath(f, "images/a.tar"), "localhost/a:1"));
+    import_ok(f, wpath(f, "images/a.tar"), NULL, 1);
     /* a changed file (same size, another mtime) is imported again */
     struct timespec ts[2] = {{0, UTIME_OMIT}, {12345, 0}};
     assert_int_equal(utimensat(AT_FDCWD, wpath(f, "images/a.tar"), ts, 0), 0);
-    assert_false(sl_image_store_file_unchanged(f->s, wpath(f, "images/a.tar")));
+    assert_false(sl_image_store_file_unchanged(f->s, wpath(f, "images/a.tar"), NULL));
     assert_int_equal(sl_image_store_dir_changes(f->s, dir, NULL, &paths, &skipped, &e), 0);
     assert_non_null(paths[0]);
     assert_non_null(paths[1]);

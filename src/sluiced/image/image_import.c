@@ -621,8 +621,9 @@ static int gives_missing(const sl_source_rec *src, const sl_image_store *s, cons
            (!src->has_tags || sl_strv_has(&src->tags, want));
 }
 
-/* Was this file imported before, unchanged, and are its images all here
- * (and the wanted tag, if it gave it)? */
+/* Was this file imported before and is it unchanged (and is the wanted
+ * tag here, if it gave it)? Its images need not be: a removed image stays
+ * removed, across restarts too, until a pull of a tag the file gave. */
 static int unchanged(const sl_image_store *s, const char *path, const char *want)
 {
     struct stat st;
@@ -634,9 +635,6 @@ static int unchanged(const sl_image_store *s, const char *path, const char *want
     if (!src || src->size != (uint64_t)st.st_size || src->ino != st.st_ino ||
         src->dev != st.st_dev || src->mtime_ns != mtime || src->ids.n == 0)
         return 0;
-    for (size_t i = 0; i < src->ids.n; i++)
-        if (!sl_index_image(s, src->ids.v[i]))
-            return 0;
     return !gives_missing(src, s, want);
 }
 
@@ -650,9 +648,11 @@ static void want_tag(const char *ref, char *out, size_t n)
         out[0] = '\0';
 }
 
-int sl_image_store_file_unchanged(const sl_image_store *s, const char *path)
+int sl_image_store_file_unchanged(const sl_image_store *s, const char *path, const char *want)
 {
-    return unchanged(s, path, NULL);
+    char tag[SL_IMAGE_REF_MAX];
+    want_tag(want, tag, sizeof(tag));
+    return unchanged(s, path, tag);
 }
 
 int sl_image_store_source_gave(const sl_image_store *s, const char *path, const char *ref)
@@ -660,8 +660,10 @@ int sl_image_store_source_gave(const sl_image_store *s, const char *path, const 
     char tag[SL_IMAGE_REF_MAX];
     want_tag(ref, tag, sizeof(tag));
     SL_AUTOFREE char *abs = realpath(path, NULL);
-    const sl_source_rec *src = abs && tag[0] ? sl_index_source(s, abs) : NULL;
-    return src && (!src->has_tags || sl_strv_has(&src->tags, tag));
+    const sl_source_rec *src = abs ? sl_index_source(s, abs) : NULL;
+    if (!src)
+        return -1;
+    return tag[0] && (!src->has_tags || sl_strv_has(&src->tags, tag));
 }
 
 int sl_image_store_dir_changes(const sl_image_store *s, const char *dir, const char *want,

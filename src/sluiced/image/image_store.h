@@ -177,16 +177,19 @@ void sl_image_import_free(sl_image_import *imp);
  * gets the count of the others. Returns 0 or -1 (*e: dir unreadable). */
 int sl_image_store_dir_changes(const sl_image_store *s, const char *dir, const char *want,
                                char ***paths, size_t *skipped, sl_error *e);
-/* True when the tarball at path was imported before, is unchanged (path,
- * size, mtime, inode) and its images are all present. */
-int sl_image_store_file_unchanged(const sl_image_store *s, const char *path);
-/* True when the record of the tarball at path says it gave ref's name:tag
- * (records from before tags were kept: any tag). */
+/* True when the tarball at path was imported before and is unchanged
+ * (path, size, mtime, inode), and, when want is not NULL, did not give
+ * want's name:tag that no image has now. Whether its images are still
+ * present does not matter: a removed image stays removed. */
+int sl_image_store_file_unchanged(const sl_image_store *s, const char *path, const char *want);
+/* 1 when the record of the tarball at path says it gave ref's name:tag
+ * (records from before tags were kept: any tag), 0 when not, -1 when the
+ * tarball has no record (never imported: what it holds is unknown). */
 int sl_image_store_source_gave(const sl_image_store *s, const char *path, const char *ref);
 
 /* Imports every "*.tar" file of dir in name order, skipping files that were
- * imported before (same path, size, mtime and inode) whose images are all
- * still present. A failing file does not stop the others. Counts go to
+ * imported before (same path, size, mtime and inode), even when their
+ * images were removed since. A failing file does not stop the others. Counts go to
  * *imported and *skipped (either may be NULL). Returns 0, or -1 with *e
  * describing the first failure. */
 int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *imported, size_t *skipped,
