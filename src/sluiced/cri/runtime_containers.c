@@ -11,6 +11,7 @@
 #include "container/rootfs.h"
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
+#include "cri/image_jobs.h"
 #include "cri/ctr_resources.h"
 #include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
@@ -248,6 +249,10 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
     if (!p)
         return;
     const sl_image *img = sl_image_store_find(rt->images, c->image->image, &e);
+    if (!img && sl_imgq_may_give(rt->imgq, c->image->image, true)) { /* being imported */
+        sl_imgq_retry(rt->imgq, sl_cri_create_container, call, arg);
+        return;
+    }
     if (!img) {
         sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
                           "image \"%s\": %s", c->image->image, e.msg);
