@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectCri, status as grpcStatus, u64 } from './lib/cri.mjs';
+import { ctl } from './lib/sluicectl.mjs';
 import { BUSYBOX_IMAGE, destroyAll, SluicedInstance, skipReason, sleep } from './lib/sluiced.mjs';
 
 const BIG = 'localhost/sluice/big:1';
@@ -27,6 +28,7 @@ const VERSION_EVERY_MS = 10;
 const VERSION_ISSUE_MS = 50;
 const VERSION_BOUND_MS = 1000;
 const BASELINE_MS = 3000;
+const PROGRESS_S = 5; // sluicectl's PROGRESS_EVERY_MS
 
 // ---- a one-layer OCI layout tarball, written in one pass ----
 
@@ -148,13 +150,23 @@ describe('image imports off the loop', { skip: skipReason() }, () => {
     const base = await idle.stop();
     const baseLine = `without an import: ${base.length} calls: max ${Math.max(...base).toFixed(1)} ms, ` +
       `p99 ${pct(base, 0.99).toFixed(1)} ms, median ${pct(base, 0.5).toFixed(1)} ms`;
-    fs.renameSync(staged, path.join(sd.importDir, 'big.tar'));
 
+    // as users import: sluicectl copies it into the import directory, then
+    // asks sluiced (PullImage), saying meanwhile how long it has taken
     const probe = versionProbe(probeClient.runtime, VERSION_EVERY_MS);
     const p0 = Date.now();
-    const pulled = await sd.img.PullImage({ image: { image: BIG } }, { deadlineMs: 170000 });
+    const r = await ctl(['-r', sd.endpoint, '--import-dir', sd.importDir, 'image', 'import', staged],
+      { timeoutMs: 170000 });
     const importMs = Date.now() - p0;
     const lat = await probe.stop();
+    assert.equal(r.code, 0, r.stderr);
+    const pulled = /^Imported localhost\/sluice\/big:1: (sha256:[0-9a-f]{64})$/m.exec(r.stdout);
+    assert.ok(pulled, r.stdout);
+    assert.match(r.stderr, /sluicectl: copying .*big\.tar \(1024\.0 MiB\) into /);
+    assert.match(r.stderr, /sluicectl: localhost\/sluice\/big:1: asking sluiced to import it/);
+    const inSluiced = /imported \S*big\.tar in ([\d.]+) s/.exec(sd.proc.stderr);
+    if (inSluiced && Number(inSluiced[1]) > PROGRESS_S + 1) // a progress line at least every 5 s
+      assert.match(r.stderr, /sluicectl: localhost\/sluice\/big:1: sluiced is importing it \(\d+ s so far\)/);
     const max = Math.max(...lat);
     const p99 = pct(lat, 0.99);
     const commit = /imported \S*big\.tar in .*\(the commit on the loop: ([\d.]+) ms\)/.exec(sd.proc.stderr);
@@ -168,7 +180,7 @@ describe('image imports off the loop', { skip: skipReason() }, () => {
     if (max >= VERSION_ISSUE_MS) t.diagnostic(`max over the issue's ${VERSION_ISSUE_MS} ms (machine load)`);
 
     const img = (await sd.img.ImageStatus({ image: { image: BIG } })).image;
-    assert.equal(pulled.image_ref, img.id);
+    assert.equal(pulled[1], img.id);
     assert.ok(Number(img.size) >= BIG_BYTES, `size ${img.size}`);
     // the calls spanned the import: at least one per 100 ms of it
     assert.ok(lat.length >= importMs / 100, `${lat.length} calls in ${importMs} ms`);
@@ -227,5 +239,19 @@ describe('image imports off the loop', { skip: skipReason() }, () => {
     assert.doesNotMatch(sd.proc.stderr, /imported .*busybox-oci\.tar/);
     const again = await sd.img.PullImage({ image: { image: BUSYBOX_IMAGE } });
     assert.equal(again.image_ref, id);
+  });
+
+  test('--import FILE that fails: sluiced stops with status 1 and the cause, after serving', { timeout: 120000 }, async () => {
+    const bad = path.join(tmp, 'not-an-image.tar');
+    fs.writeFileSync(bad, 'not a tarball\n'.repeat(100));
+    const other = new SluicedInstance({ label: 'imgft', args: ['--import', bad] });
+    try {
+      await other.launch(); // the CRI socket is up before the import runs
+      const res = await other.proc.waitExit(60000);
+      assert.deepEqual(res, { code: 1, signal: null }, other.describe());
+      assert.match(other.proc.stderr, new RegExp(`sluiced: stopping: import ${bad.replace(/[.]/g, '\\.')}: `));
+    } finally {
+      await destroyAll(other);
+    }
   });
 });

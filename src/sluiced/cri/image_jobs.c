@@ -1,10 +1,10 @@
 #include "cri/image_jobs.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -148,20 +148,20 @@ static void import_failed(sl_imgq *q, const job *j, const sl_error *e)
         q->fatal(q->fatal_arg, e);
 }
 
-/* The worker thread runs an import this much nicer than sluiced: the
- * loop's calls, on a busy machine, get the CPU first. */
-#define IMPORT_NICE 10
-
+/* The worker thread runs an import as SCHED_BATCH (same nice): the loop
+ * thread, woken by a call, preempts it at once. A nice offset would do
+ * that too but starves the import on a loaded machine (nice +10 got <1%
+ * of a CPU at load 20). */
 static void work_cb(uv_work_t *w)
 {
     sl_imgq *q = w->data;
     pid_t tid = gettid();
-    errno = 0;
-    int was = getpriority(PRIO_PROCESS, (id_t)tid);
-    bool niced = errno == 0 && setpriority(PRIO_PROCESS, (id_t)tid, was + IMPORT_NICE) == 0;
+    int was = sched_getscheduler(tid);
+    struct sched_param prio = {0};
+    bool batch = was == SCHED_OTHER && sched_setscheduler(tid, SCHED_BATCH, &prio) == 0;
     sl_image_import_run(q->imp);
-    if (niced) /* the thread serves other work next: back to sluiced's nice (root may) */
-        setpriority(PRIO_PROCESS, (id_t)tid, was);
+    if (batch) /* the thread serves other work next */
+        sched_setscheduler(tid, SCHED_OTHER, &prio);
 }
 
 static void after_cb(uv_work_t *w, int status)
