@@ -181,10 +181,10 @@ static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t d
     char tmp[PATH_MAX];
     snprintf(dst, dstlen, "%s/%s%s", dir, base, tar ? "" : ".tar");
     snprintf(tmp, sizeof tmp, "%s/.%s.partial", dir, base);
-    if (stat(src, &st) == 0)
-        fprintf(stderr, "sluicectl: copying %s (%.1f MiB) into %s\n", src,
-                (double)st.st_size / (1 << 20), dir);
     int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in >= 0 && fstat(in, &st) == 0)
+        fprintf(stderr, "sluicectl: copying %s (%.1f MiB) into %s\n", base,
+                (double)st.st_size / (1 << 20), dir);
     int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int rc = in < 0 || out < 0 || copy_fd(in, out) < 0 || fsync(out) < 0 ? -1 : 0;
     int saved = errno;
