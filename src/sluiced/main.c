@@ -120,11 +120,12 @@ static void stop(sluiced *d)
     uv_signal_stop(&d->sigterm);
     d->stopping = true;
     d->closing = 2;
+    /* First, so that calls it ends are answered before the GOAWAY. The pod
+     * monitors keep running (so do their containers); only our connections
+     * to them close, so the loop can end. */
+    sl_rt_detach(&d->cri.rt);
     sl_grpc_server_close(d->grpc, grpc_closed, d);
     sl_server_close(d->stream, stream_closed, d);
-    /* The pod monitors keep running (so do their containers); only our
-     * connections to them close, so the loop can end. */
-    sl_rt_detach(&d->cri.rt);
 }
 
 static void signal_cb(uv_signal_t *h, int sig)

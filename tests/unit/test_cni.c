@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,7 @@
 
 #include "fsutil.h"
 #include "pod/cni.h"
-
-static char root[64];
+#include "tmp_root.h"
 
 static void write_file(const char *dir, const char *name, const char *text, int mode)
 {
@@ -59,8 +59,7 @@ static const char *fake_recorder =
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-cni-XXXXXX");
-    assert_non_null(mkdtemp(root));
+    tmp_root_make();
     char d[128];
     snprintf(d, sizeof(d), "%s/bin", root);
     mkdir(d, 0755);
@@ -71,14 +70,6 @@ static int setup(void **state)
     write_file(d, "hang", fake_hang, 0755);
     snprintf(d, sizeof(d), "%s/conf", root);
     mkdir(d, 0755);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
     return 0;
 }
 
@@ -366,16 +357,17 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* as sluiced: a plugin may not read its input */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, teardown),
-        cmocka_unit_test_setup_teardown(hanging_plugin_is_killed, setup, teardown),
-        cmocka_unit_test_setup_teardown(empty_plugin_list_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(hanging_plugin_is_killed, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(empty_plugin_list_is_refused, setup, tmp_root_teardown),
         cmocka_unit_test(capability_args_json),
         cmocka_unit_test(runtime_config_only_where_declared),
-        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(has_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(has_capability, setup, tmp_root_teardown),
         cmocka_unit_test(result_ips_of_the_pod_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

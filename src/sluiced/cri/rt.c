@@ -119,6 +119,9 @@ void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e),
 
 void sl_rt_detach(sl_rt *rt)
 {
+    /* Subscribers get their UNAVAILABLE trailers now, ahead of the GOAWAY
+     * that ends their connections. */
+    sl_events_fini(&rt->events);
     rt->detached = true;
     if (rt->imgq)
         sl_imgq_stop(rt->imgq); /* the running import is cancelled */

@@ -44,8 +44,9 @@ void sl_rt_close(sl_rt *rt);
  * tarballs of the import directory that are new or changed, and the
  * --import file unless imported before (fatal(arg, e) when it fails). */
 void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e), void *arg);
-/* Closes the connections to the pod monitors (they and their containers
- * keep running), for shutdown. */
+/* Ends the event subscriptions (UNAVAILABLE), cancels the running image
+ * import and closes the connections to the pod monitors (they and their
+ * containers keep running), for shutdown. */
 void sl_rt_detach(sl_rt *rt);
 
 /* The pod's monitor connection, reconnecting once if it was lost; NULL
