@@ -22,11 +22,13 @@ const VERSION_EVERY_MS = 10;
 // reach p99 ~60 ms and max ~300 ms (this process and sluiced are
 // descheduled for that long), so a 50 ms assertion fails on load, not on
 // sluiced. A call that waits for the import takes the whole import (24.6 s
-// measured with the synchronous import this replaced), so a bound of 1 s
-// still tells the two apart by an order of magnitude. The test prints the
-// max and p99 during the import and without it (VERSION-LATENCY lines).
+// measured with the synchronous import this replaced), so a bound of 2 s
+// still tells the two apart by an order of magnitude (single calls of up
+// to 572 ms were seen during the import while an ASan build ran beside it).
+// The test prints the max and p99 during the import and without it
+// (VERSION-LATENCY lines).
 const VERSION_ISSUE_MS = 50;
-const VERSION_BOUND_MS = 1000;
+const VERSION_BOUND_MS = 2000;
 const BASELINE_MS = 3000;
 const PROGRESS_S = 5; // sluicectl's PROGRESS_EVERY_MS
 
