@@ -58,7 +58,7 @@ static int ps_opt(void *arg, int id, const char *val)
         o->state = val;
         return 0;
     case O_LABEL:
-        return cu_labels_add(o->c, &o->labels, val);
+        return cu_labels_add(o->c, &o->labels, val, "--label");
     default:
         return cu_list_opt(o->c, &o->l, id == O_NOTRUNC ? CU_NO_TRUNC : id, val);
     }

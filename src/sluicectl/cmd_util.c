@@ -39,11 +39,11 @@ size_t cu_limit(const cu_list_opts *l, size_t n)
     return n;
 }
 
-int cu_labels_add(ctl *c, cu_labels *l, const char *kv)
+int cu_labels_add(ctl *c, cu_labels *l, const char *kv, const char *flag)
 {
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv)
-        return ctl_usage(c, "--label needs KEY=VALUE, not \"%s\"", kv);
+        return ctl_usage(c, "%s needs KEY=VALUE, not \"%s\"", flag, kv);
     ProtobufCMessage **n = realloc(l->ents, (l->n + 1) * sizeof *n);
     if (!n)
         return -1;
@@ -138,4 +138,14 @@ void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out 
     json_object_set_new(doc, key, arr);
     ctl_print_doc(doc, out);
     json_decref(doc);
+}
+
+ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
+                                      ctl_arena *a)
+{
+    char err[1024];
+    ProtobufCMessage *m = ctl_doc_load(path, d, a, err, sizeof err);
+    if (!m)
+        ctl_err(c, "%s", err);
+    return m;
 }

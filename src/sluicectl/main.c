@@ -17,6 +17,7 @@ static const ctl_cmd commands[] = {
     {"pods", NULL, "List pod sandboxes", cmd_pods},
     {"inspectp", NULL, "Show the status of one or more pod sandboxes", cmd_inspectp},
     {"create", NULL, "Create a container in a pod sandbox", cmd_create},
+    {"run", NULL, "Run a pod sandbox with a new container in it, started", cmd_run},
     {"start", NULL, "Start one or more created containers", cmd_start},
     {"stop", NULL, "Stop one or more running containers", cmd_stop},
     {"rm", NULL, "Remove one or more containers", cmd_rm},
@@ -27,10 +28,12 @@ static const ctl_cmd commands[] = {
     {"inspecti", NULL, "Show the status of one or more images", cmd_inspecti},
     {"rmi", NULL, "Remove one or more images", cmd_rmi},
     {"image", NULL, "Image subcommands: import FILE (sluiced)", cmd_image},
+    {"pull", NULL, "Pull an image (sluiced: import it from its import directory)", cmd_pull},
     {"exec", NULL, "Run a command in a running container", cmd_exec},
     {"attach", NULL, "Attach to a running container", cmd_attach},
     {"port-forward", NULL, "Forward local ports to a pod sandbox", cmd_port_forward},
     {"kubeconfig", NULL, "Print a kubeconfig for the sluice-kube front", cmd_kubeconfig},
+    {"config", NULL, "Get, set and list the config file's keys", cmd_config},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -52,8 +55,7 @@ static const char global_help[] =
     "  -D, --debug                 log endpoints, calls, requests and answers to stderr\n"
     "  -c, --config FILE           config file (default $SLUICECTL_CONFIG or "
     "/etc/sluicectl.yaml):\n"
-    "                              'key: value' lines with runtime-endpoint, image-endpoint,\n"
-    "                              timeout, debug, import-dir\n"
+    "                              'key: value' lines; sluicectl config --help lists the keys\n"
     "      --import-dir DIR        sluiced's image import directory (default "
     "/var/lib/sluice/import)\n"
     "  -h, --help                  this help;  sluicectl COMMAND --help for a command's\n"
@@ -66,7 +68,7 @@ static void print_help(FILE *f)
     fputs(global_help, f);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
-    fputs("\nPod and container configs are JSON (YAML files only in their JSON subset).\n"
+    fputs("\nPod and container configs are YAML or JSON, as crictl reads them.\n"
           "See sluicectl(1) / docs/sluicectl.md.\n",
           f);
 }
@@ -175,8 +177,9 @@ static int parse_globals(ctl *c, int argc, char **argv, bool *set, const char **
 }
 
 /* Environment (as crictl: CONTAINER_RUNTIME_ENDPOINT, IMAGE_SERVICE_ENDPOINT)
- * applies where no flag was given; the config file where neither was. */
-static int apply_env_and_config(ctl *c, bool *set, const char *cfg)
+ * applies where no flag was given; the config file where neither was. The
+ * config command reads and writes the file itself (it may not exist yet). */
+static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load)
 {
     static const struct {
         const char *var;
@@ -199,7 +202,7 @@ static int apply_env_and_config(ctl *c, bool *set, const char *cfg)
     else
         cfg = CTL_DEFAULT_CONFIG;
     c->config_path = cfg;
-    return ctl_config_load(c, cfg, required, set);
+    return load ? ctl_config_load(c, cfg, required, set) : 0;
 }
 
 int main(int argc, char **argv)
@@ -212,7 +215,8 @@ int main(int argc, char **argv)
     int rc = parse_globals(&c, argc, argv, set, &cfg);
     if (rc >= 0)
         return rc;
-    if (apply_env_and_config(&c, set, cfg) < 0)
+    bool is_config = optind < argc && !strcmp(argv[optind], "config");
+    if (apply_env_and_config(&c, set, cfg, !is_config) < 0)
         return CTL_EXIT_USAGE;
     if (optind >= argc) {
         print_help(stderr);

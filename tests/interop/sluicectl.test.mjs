@@ -43,7 +43,7 @@ describe('sluicectl: flags, configs and endpoints', { skip: noBinary }, () => {
       assert.equal(r.code, 0, `${c} --help: ${r.stderr}`);
       assert.match(r.stdout, new RegExp(`^Usage: sluicectl ${c}`), c);
     }
-    assert.match((await ctl(['create', '--help'])).stdout, /JSON subset/);
+    assert.match((await ctl(['create', '--help'])).stdout, /configs are YAML\s+or JSON/);
   });
 
   test('unknown command, unknown flags, missing values: exit 2 naming them', async () => {
@@ -318,16 +318,17 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     assert.ok(fs.existsSync(path.join(sd.importDir, 'busybox-oci.tar')));
   });
 
-  test('configs: JSON errors with line and column, YAML only as JSON, unknown fields by path', async () => {
+  test('configs: JSON and YAML errors with line and column, unknown fields by path', async () => {
     const bad = path.join(dir, 'bad.json');
     fs.writeFileSync(bad, '{"metadata": {"name": "x",}\n');
     let r = await run(['runp', bad]);
     assert.equal(r.code, 1);
-    assert.match(r.stderr, /bad\.json:1:\d+: .*\(configs are JSON\)/);
+    assert.match(r.stderr, /bad\.json:1:\d+: .*\(a file starting with '\{' is read as JSON\)/);
     const y = path.join(dir, 'pod.yaml');
-    fs.writeFileSync(y, 'metadata:\n  name: x\n');
+    fs.writeFileSync(y, 'metadata:\n  name: x\n  nmespace: y\n');
     r = await run(['runp', y]);
-    assert.match(r.stderr, /only in their JSON subset/);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /pod\.yaml:3:3: metadata\.nmespace: unknown field \(not in PodSandboxMetadata\)/);
     fs.writeFileSync(bad, JSON.stringify({ metadata: { name: 'x', nmespace: 'y' } }));
     r = await run(['runp', bad]);
     assert.match(r.stderr, /PodSandboxConfig: metadata\.nmespace: unknown field \(not in PodSandboxMetadata\)/);
