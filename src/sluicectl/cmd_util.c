@@ -1,8 +1,12 @@
 /* Helpers shared by the command files. */
+#include <errno.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cmd_util.h"
 
@@ -148,4 +152,40 @@ ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCM
     if (!m)
         ctl_err(c, "%s", err);
     return m;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+void cu_catch_interrupts(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: waits end */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+bool cu_interrupted(void)
+{
+    return interrupted != 0;
+}
+
+bool cu_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (!interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    return !interrupted;
+}
+
+void cu_clear_screen(void)
+{
+    if (isatty(STDOUT_FILENO))
+        fputs("\033[2J\033[H", stdout);
 }

@@ -48,6 +48,22 @@ void cu_print_msg(const ProtobufCMessage *m, ctl_out out);
 /* {"key": [items...]} as JSON or YAML. */
 void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out out);
 
+/* ---- commands that run until interrupted (stats -w, events) ---- */
+/* SIGINT, SIGTERM and SIGHUP set a flag instead of killing sluicectl, so
+ * such a command ends its calls and exits 0 (as crictl does on ^C). */
+void cu_catch_interrupts(void);
+bool cu_interrupted(void);
+/* Sleeps ms, or less when interrupted; false when interrupted. */
+bool cu_sleep_ms(uint64_t ms);
+/* Clears a terminal (crictl's watch mode), only when stdout is one. */
+void cu_clear_screen(void);
+#define CU_WATCH_PERIOD_MS 500 /* -w: between the end of one display and the next */
+
+/* ---- stats (cmd_stats.c) ---- */
+/* CPU % between two samples as crictl computes it (0 without CPU time);
+ * -1 when the runtime took no new sample in between. */
+double cu_cpu_percent(const Runtime__V1__CpuUsage *now, const Runtime__V1__CpuUsage *before);
+
 /* ---- pulling (cmd_pull.c), shared by pull, create and run ---- */
 enum {
     CU_CREDS = 1100,

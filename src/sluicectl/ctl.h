@@ -58,6 +58,10 @@ typedef struct ctl_cmd {
     int (*run)(ctl *c, int argc, char **argv);
 } ctl_cmd;
 
+/* ---- the dispatch table and global flags (main.c), for completion ---- */
+const ctl_cmd *ctl_commands(size_t *n);
+const struct option *ctl_global_options(size_t *n);
+
 /* ---- messages (main.c) ---- */
 void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -134,6 +138,10 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                  uint32_t timeout_ms, sl_cri_err *err);
 void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
+/* A server-streaming RuntimeService call without deadline, until the
+ * runtime ends it (0) or cb does (0); -1 after printing the error. */
+int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb);
 void ctl_free_msg(void *m);
 /* Resolves a container / pod ID, a unique ID prefix or a name: prints an
  * error naming the command that lists them and returns NULL when nothing
@@ -147,12 +155,15 @@ typedef struct ctl_table ctl_table;
 ctl_table *ctl_table_new(int ncols, const char *const *headers);
 void ctl_table_add(ctl_table *t, const char *const *cells);
 void ctl_table_print(ctl_table *t); /* and frees */
-void ctl_print_json(json_t *j);     /* indented, newline; steals nothing */
+void ctl_table_free(ctl_table *t);
+void ctl_print_json(json_t *j); /* indented, newline; steals nothing */
 void ctl_print_yaml(json_t *j);
 void ctl_print_doc(json_t *j, ctl_out out); /* JSON or YAML */
 /* "2 minutes ago" from a nanosecond timestamp. */
 void ctl_ago(int64_t ns, char *out, size_t outlen);
-void ctl_human_size(uint64_t bytes, char *out, size_t outlen);
+void ctl_human_size(uint64_t bytes, char *out, size_t outlen); /* 3 digits, as crictl images */
+/* Decimal units with that many significant digits (crictl stats: 4). */
+void ctl_human_size_prec(uint64_t bytes, int digits, char *out, size_t outlen);
 /* ID cut to CTL_TRUNC_ID (after a "sha256:" prefix) unless no_trunc. */
 void ctl_trunc_id(const char *id, bool no_trunc, char *out, size_t outlen);
 const char *ctl_pod_state(int s);
@@ -216,5 +227,11 @@ int cmd_port_forward(ctl *c, int argc, char **argv);
 int cmd_config(ctl *c, int argc, char **argv);
 int cmd_pull(ctl *c, int argc, char **argv);
 int cmd_run(ctl *c, int argc, char **argv);
+int cmd_stats(ctl *c, int argc, char **argv);
+int cmd_statsp(ctl *c, int argc, char **argv);
+int cmd_imagefsinfo(ctl *c, int argc, char **argv);
+int cmd_update(ctl *c, int argc, char **argv);
+int cmd_events(ctl *c, int argc, char **argv);
+int cmd_completion(ctl *c, int argc, char **argv);
 
 #endif

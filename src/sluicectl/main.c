@@ -23,10 +23,15 @@ static const ctl_cmd commands[] = {
     {"rm", NULL, "Remove one or more containers", cmd_rm},
     {"ps", NULL, "List containers", cmd_ps},
     {"inspect", NULL, "Show the status of one or more containers", cmd_inspect},
+    {"update", NULL, "Update the resources of one or more containers", cmd_update},
+    {"events", "event", "Stream container events", cmd_events},
+    {"stats", NULL, "Show containers' resource usage", cmd_stats},
+    {"statsp", NULL, "Show pod sandboxes' resource usage", cmd_statsp},
     {"logs", "log", "Print a container's logs", cmd_logs},
     {"images", "img", "List images", cmd_images},
     {"inspecti", NULL, "Show the status of one or more images", cmd_inspecti},
     {"rmi", NULL, "Remove one or more images", cmd_rmi},
+    {"imagefsinfo", NULL, "Show the image filesystem's usage", cmd_imagefsinfo},
     {"image", NULL, "Image subcommands: import FILE (sluiced)", cmd_image},
     {"pull", NULL, "Pull an image (sluiced: import it from its import directory)", cmd_pull},
     {"exec", NULL, "Run a command in a running container", cmd_exec},
@@ -34,8 +39,36 @@ static const ctl_cmd commands[] = {
     {"port-forward", NULL, "Forward local ports to a pod sandbox", cmd_port_forward},
     {"kubeconfig", NULL, "Print a kubeconfig for the sluice-kube front", cmd_kubeconfig},
     {"config", NULL, "Get, set and list the config file's keys", cmd_config},
+    {"completion", NULL, "Print bash completion code", cmd_completion},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+enum { OPT_IMPORT_DIR = 256 };
+
+static const struct option global_opts[] = {
+    {"runtime-endpoint", required_argument, NULL, 'r'},
+    {"image-endpoint", required_argument, NULL, 'i'},
+    {"timeout", required_argument, NULL, 't'},
+    {"debug", no_argument, NULL, 'D'},
+    {"config", required_argument, NULL, 'c'},
+    {"import-dir", required_argument, NULL, OPT_IMPORT_DIR},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+#define NGLOBALS (sizeof global_opts / sizeof global_opts[0] - 1)
+
+const ctl_cmd *ctl_commands(size_t *n)
+{
+    *n = NCOMMANDS;
+    return commands;
+}
+
+const struct option *ctl_global_options(size_t *n)
+{
+    *n = NGLOBALS;
+    return global_opts;
+}
 
 static const char global_help[] =
     "Usage: sluicectl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n"
@@ -115,20 +148,6 @@ static const ctl_cmd *find_cmd(const char *name)
             return &commands[i];
     return NULL;
 }
-
-enum { OPT_IMPORT_DIR = 256 };
-
-static const struct option global_opts[] = {
-    {"runtime-endpoint", required_argument, NULL, 'r'},
-    {"image-endpoint", required_argument, NULL, 'i'},
-    {"timeout", required_argument, NULL, 't'},
-    {"debug", no_argument, NULL, 'D'},
-    {"config", required_argument, NULL, 'c'},
-    {"import-dir", required_argument, NULL, OPT_IMPORT_DIR},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'v'},
-    {NULL, 0, NULL, 0},
-};
 
 static int key_of(int opt)
 {

@@ -140,6 +140,24 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
     return rc;
 }
 
+int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb)
+{
+    sl_cri_client *cl = runtime_client(c);
+    if (!cl)
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "/runtime.v1.RuntimeService/%s", method);
+    debug_msg(c, "request", method, req);
+    sl_cri_err e;
+    int rc = sl_cri_client_stream(cl, path, req, resp_desc, cb, 0, &e);
+    ctl_debug(c, "%s ended: %s: %s", method, sl_cri_code_name(rc), e.msg);
+    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && e.local))
+        return 0;
+    ctl_print_call_err(c, method, &e);
+    return -1;
+}
+
 static ProtobufCMessage *call_tmo(ctl *c, bool image, const char *method,
                                   const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d,
                                   uint32_t tmo)
