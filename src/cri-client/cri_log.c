@@ -3,7 +3,10 @@
 #include "cri_log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define NS_PER_S 1000000000LL
 
@@ -125,5 +128,50 @@ int sl_cri_log_parse(const char *line, size_t len, sl_cri_log_rec *out)
     out->partial = tags[0] == 'P' && (tags + 1 == sp3 || tags[1] == ':');
     out->content = sp3 + 1;
     out->content_len = (size_t)(end - sp3 - 1);
+    return 0;
+}
+
+/* True when the record starting at off has the F tag (ends a line). */
+static bool record_full(int fd, off_t off)
+{
+    char b[128];
+    ssize_t n = pread(fd, b, sizeof b, off);
+    int spaces = 0;
+    for (ssize_t i = 0; i < n; i++)
+        if (b[i] == ' ' && ++spaces == 2)
+            return i + 1 < n && b[i + 1] == 'F';
+    return false;
+}
+
+off_t sl_cri_log_tail_offset(int fd, int64_t n)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return 0;
+    off_t pos = st.st_size, next_nl = -1; /* the newline ending the record looked at */
+    if (n <= 0)
+        return n == 0 ? pos : 0;
+    char *buf = malloc(SL_CRI_LOG_TAIL_BLOCK);
+    int64_t full = 0;
+    while (buf && pos > 0) {
+        size_t want = pos > (off_t)SL_CRI_LOG_TAIL_BLOCK ? SL_CRI_LOG_TAIL_BLOCK : (size_t)pos;
+        pos -= (off_t)want;
+        if (pread(fd, buf, want, pos) != (ssize_t)want)
+            break;
+        for (size_t i = want; i-- > 0;) {
+            if (buf[i] != '\n')
+                continue;
+            off_t nl = pos + (off_t)i;
+            /* the record after this newline starts a line if the one before ended one */
+            if (next_nl >= 0 && record_full(fd, nl + 1) && ++full == n + 1) {
+                free(buf);
+                return next_nl + 1;
+            }
+            next_nl = nl;
+        }
+    }
+    free(buf);
+    if (pos == 0 && next_nl >= 0 && record_full(fd, 0) && ++full == n + 1)
+        return next_nl + 1; /* the file's first record */
     return 0;
 }

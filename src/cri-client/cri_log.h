@@ -2,13 +2,15 @@
  * reads them: "TIMESTAMP STREAM TAGS CONTENT", TIMESTAMP in RFC 3339 with
  * up to nine fraction digits, STREAM stdout or stderr, TAGS the first of
  * which is P (partial: the line goes on in the next record) or F. Shared
- * by sluicectl logs and sluice-kube's pods/log; no I/O, no allocation. */
+ * by sluicectl logs and sluice-kube's pods/log. Only the tail search reads
+ * (with pread); nothing else does I/O. */
 #ifndef SL_CRI_LOG_H
 #define SL_CRI_LOG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct sl_cri_log_rec {
     const char *ts; /* the timestamp as written */
@@ -36,5 +38,13 @@ int64_t sl_cri_civil_seconds(int year, int mon, int day, int h, int m, int s);
 /* Formats ns as the kubelet prints log timestamps: RFC 3339 in UTC with
  * nine fraction digits, "2016-10-06T00:17:09.669794202Z". out: 40 bytes. */
 void sl_cri_time_format(int64_t ns, char out[40]);
+
+/* Where the last n lines of the CRI log file fd start, a line being a
+ * run of P records and the F record that ends it (the kubelet counts
+ * records; people count lines). 0 when the file has n lines or fewer, the
+ * file's size for n == 0. Reads backwards in SL_CRI_LOG_TAIL_BLOCK blocks;
+ * the file offset is not moved. */
+#define SL_CRI_LOG_TAIL_BLOCK 65536u
+off_t sl_cri_log_tail_offset(int fd, int64_t n);
 
 #endif

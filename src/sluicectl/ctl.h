@@ -143,9 +143,11 @@ void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
                   const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb);
 void ctl_free_msg(void *m);
-/* Resolves a container / pod ID, a unique ID prefix or a name: prints an
- * error naming the command that lists them and returns NULL when nothing
- * or more than one matches. The result is malloc'd. */
+/* Resolves a container / pod ID, a unique ID prefix or a name (a name that
+ * several attempts of one container, or of one pod in a namespace, carry
+ * means the newest): prints an error naming the command that lists them
+ * and returns NULL when nothing or more than one matches. The result is
+ * malloc'd. */
 char *ctl_resolve_ctr(ctl *c, const char *ref);
 char *ctl_resolve_pod(ctl *c, const char *ref);
 void ctl_disconnect(ctl *c);
@@ -197,6 +199,15 @@ ProtobufCMessage *ctl_doc_load(const char *path, const ProtobufCMessageDescripto
 ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
                                 const ProtobufCMessageDescriptor *d, ctl_arena *a, char *err,
                                 size_t errlen);
+/* ---- logs --since (since.c) ----
+ * As crictl (docker's GetTimestamp): a Go duration back from now, cut to
+ * whole seconds ("42m", "1h30m", "-5s"); an RFC 3339 date or time, local
+ * time without a zone ("2013-01-02", "2013-01-02T13:23", "…:37.5Z",
+ * "…+02:00"); or Unix seconds ("1700000000.25"). ns since the epoch; -1
+ * when val is none of them. ctl_parse_since_at takes "now" for tests. */
+int ctl_parse_since(const char *val, int64_t *ns);
+int ctl_parse_since_at(const char *val, int64_t now_ns, int64_t *ns);
+
 /* ctl_doc_load printing the error (cmd_util.c). */
 ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
                                       ctl_arena *a);

@@ -1,14 +1,18 @@
 /* CRI log records and RFC 3339 times (src/cri-client/cri_log.c), as the
  * kubelet reads them: streams, P/F tags (and later tags), lines that are
  * not records, times with any fraction and any offset, invalid dates, and
- * the kubelet's nine-digit output format. */
+ * the kubelet's nine-digit output format; the start of the last N lines
+ * of a file (P records join their F record), across read blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cri_log.h"
 
@@ -98,13 +102,50 @@ static void test_format(void **state)
     }
 }
 
+#define TS "2016-10-06T00:17:09Z "
+
+static void test_tail_offset(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/cri-logrec-XXXXXX";
+    int fd = mkstemp(path);
+    const char *recs[] = {TS "stdout F a\n", TS "stdout P b1\n", TS "stderr F x\n",
+                          TS "stdout F b2\n", TS "stdout F c\n"};
+    off_t at[5], off = 0;
+    for (int i = 0; i < 5; i++) {
+        at[i] = off;
+        off += (off_t)strlen(recs[i]);
+        assert_int_equal(write(fd, recs[i], strlen(recs[i])), (ssize_t)strlen(recs[i]));
+    }
+    assert_int_equal(sl_cri_log_tail_offset(fd, 0), off);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 1), at[4]);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 2), at[3]);
+    /* "b1" (P) is not a line end: the stderr line and b1 go together */
+    assert_int_equal(sl_cri_log_tail_offset(fd, 3), at[1]);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 4), 0);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 99), 0);
+    assert_int_equal(sl_cri_log_tail_offset(fd, -1), 0);
+    /* many blocks: 100000 lines of 32 bytes */
+    assert_int_equal(ftruncate(fd, 0), 0);
+    assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+    char line[64];
+    FILE *f = fdopen(dup(fd), "w");
+    for (int i = 0; i < 100000; i++)
+        fprintf(f, TS "stdout F %09d\n", i);
+    fclose(f);
+    int len = snprintf(line, sizeof line, TS "stdout F %09d\n", 0);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 1), (off_t)len * 99999);
+    assert_int_equal(sl_cri_log_tail_offset(fd, 54321), (off_t)len * (100000 - 54321));
+    close(fd);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_records),
-        cmocka_unit_test(test_not_records),
-        cmocka_unit_test(test_times),
-        cmocka_unit_test(test_format),
+        cmocka_unit_test(test_records),     cmocka_unit_test(test_not_records),
+        cmocka_unit_test(test_times),       cmocka_unit_test(test_format),
+        cmocka_unit_test(test_tail_offset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
