@@ -1,7 +1,11 @@
 /* Container commands: create, start, stop, rm, inspect (ps: cmd_ps.c). */
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd_util.h"
 
@@ -214,16 +218,19 @@ int cmd_stop(ctl *c, int argc, char **argv)
     return cu_each(c, argc - first, argv + first, CU_CTR, stop_one, &s);
 }
 
-static const char rm_help[] = "Usage: sluicectl rm [-f] [-a] [CONTAINER-ID...]\n"
-                              "\n"
-                              "Removes containers (ID, unique ID prefix or name).\n"
-                              "\n"
-                              "  -f, --force   stop a running container first\n"
-                              "  -a, --all     remove every container\n"
-                              "  -h, --help    this help\n";
+static const char rm_help[] =
+    "Usage: sluicectl rm [-f] [-a] [-k] [CONTAINER-ID...]\n"
+    "\n"
+    "Removes containers (ID, unique ID prefix or name) and, as crictl does, their\n"
+    "log file and its rotations (LOG.*). A running container is refused unless -f.\n"
+    "\n"
+    "  -f, --force       stop a running container first\n"
+    "  -a, --all         remove every container\n"
+    "  -k, --keep-logs   keep the log file and its rotations\n"
+    "  -h, --help        this help\n";
 
 typedef struct rm_arg {
-    bool force, all;
+    bool force, all, keep_logs;
 } rm_arg;
 
 static int rm_opt(void *arg, int id, const char *val)
@@ -232,36 +239,71 @@ static int rm_opt(void *arg, int id, const char *val)
     rm_arg *o = arg;
     if (id == 'f')
         o->force = true;
+    else if (id == 'k')
+        o->keep_logs = true;
     else
         o->all = true;
     return 0;
 }
 
+/* The log file and its rotations (path.*), as crictl removes them. */
+static void remove_logs(ctl *c, const char *id, const char *path)
+{
+    char pat[PATH_MAX + 4];
+    glob_t g = {0};
+    snprintf(pat, sizeof pat, "%s.*", path);
+    if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+        g.gl_pathc = 0;
+    for (size_t i = 0; i <= g.gl_pathc; i++) {
+        const char *f = i < g.gl_pathc ? g.gl_pathv[i] : path;
+        if (unlink(f) < 0 && errno != ENOENT)
+            ctl_err(c, "removing log file %s of container %s: %s", f, id, strerror(errno));
+    }
+    globfree(&g);
+}
+
 static int rm_one(ctl *c, const char *id, void *arg)
 {
     rm_arg *o = arg;
-    if (o->force && stop_ctr(c, id, 0) < 0)
+    Runtime__V1__ContainerStatusRequest sreq = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+    sreq.container_id = (char *)id;
+    Runtime__V1__ContainerStatusResponse *s = (void *)ctl_rt_call(
+        c, "ContainerStatus", &sreq.base, &runtime__v1__container_status_response__descriptor);
+    if (!s || !s->status) {
+        ctl_free_msg(s);
         return -1;
-    Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
-    req.container_id = (char *)id;
-    void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
-                               &runtime__v1__remove_container_response__descriptor);
-    if (!r)
-        return -1;
-    ctl_free_msg(r);
-    puts(id);
-    return 0;
+    }
+    int rc = -1;
+    bool running = s->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+    if (running && !o->force)
+        ctl_err(c, "container %s is running: stop it first, or rm -f", id);
+    else if (!running || stop_ctr(c, id, 0) == 0) {
+        Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+        req.container_id = (char *)id;
+        void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
+                                   &runtime__v1__remove_container_response__descriptor);
+        ctl_free_msg(r);
+        if (r) {
+            puts(id);
+            if (!o->keep_logs && s->status->log_path && *s->status->log_path)
+                remove_logs(c, id, s->status->log_path);
+            rc = 0;
+        }
+    }
+    ctl_free_msg(s);
+    return rc;
 }
 
 int cmd_rm(ctl *c, int argc, char **argv)
 {
     static const struct option lo[] = {{"force", no_argument, NULL, 'f'},
                                        {"all", no_argument, NULL, 'a'},
+                                       {"keep-logs", no_argument, NULL, 'k'},
                                        CTL_OPT_HELP,
                                        CTL_OPT_END};
     rm_arg o = {0};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "fa", lo, rm_help, rm_opt, &o, &first, &rc))
+    if (ctl_parse(c, argc, argv, "fak", lo, rm_help, rm_opt, &o, &first, &rc))
         return rc;
     if (!o.all && first >= argc)
         return ctl_usage(c, "needs at least one CONTAINER-ID, or -a (see sluicectl rm --help)");
@@ -283,12 +325,13 @@ int cmd_rm(ctl *c, int argc, char **argv)
 /* ---- inspect ---- */
 
 static const char inspect_help[] =
-    "Usage: sluicectl inspect [-o json|yaml|table] CONTAINER-ID...\n"
+    "Usage: sluicectl inspect [-o json|yaml|table] [-q] CONTAINER-ID...\n"
     "\n"
     "Shows the status of containers (verbose ContainerStatus: {\"status\": ...,\n"
     "\"info\": ...}).\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
@@ -313,10 +356,11 @@ static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
 
 static int inspect_one(ctl *c, const char *id, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
     Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     req.container_id = (char *)id;
-    req.verbose = out != CTL_OUT_TABLE;
+    req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
         c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
     if (!r)
@@ -324,21 +368,22 @@ static int inspect_one(ctl *c, const char *id, void *arg)
     if (out == CTL_OUT_TABLE && r->status)
         ctr_status_table(r->status);
     else
-        cu_print_msg(&r->base, out);
+        cu_print_status(&r->base, o);
     ctl_free_msg(r);
     return 0;
 }
 
 int cmd_inspect(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    ctl_out out = CTL_OUT_JSON;
-    cu_out_arg oa = {c, &out, true};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, inspect_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspect_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl inspect --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &out);
+    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &o);
 }

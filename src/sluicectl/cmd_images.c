@@ -149,12 +149,13 @@ int cmd_images(ctl *c, int argc, char **argv)
 /* ---- inspecti ---- */
 
 static const char inspecti_help[] =
-    "Usage: sluicectl inspecti [-o json|yaml|table] IMAGE...\n"
+    "Usage: sluicectl inspecti [-o json|yaml|table] [-q] IMAGE...\n"
     "\n"
     "Shows the status of images (verbose ImageStatus: {\"status\": ..., \"info\": ...}).\n"
     "IMAGE is a name, an ID or a unique ID prefix.\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, bool verbose)
@@ -176,8 +177,9 @@ static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, b
 
 static int inspecti_one(ctl *c, const char *ref, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
-    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, out != CTL_OUT_TABLE);
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
+    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, out != CTL_OUT_TABLE && !o->quiet);
     if (!r)
         return -1;
     if (out == CTL_OUT_TABLE) {
@@ -185,7 +187,7 @@ static int inspecti_one(ctl *c, const char *ref, void *arg)
     } else {
         json_t *j = ctl_msg_to_json(&r->base), *doc = json_object();
         json_object_set(doc, "status", json_object_get(j, "image"));
-        if (json_object_get(j, "info"))
+        if (json_object_get(j, "info") && !o->quiet)
             json_object_set(doc, "info", json_object_get(j, "info"));
         ctl_print_doc(doc, out);
         json_decref(doc);
@@ -197,16 +199,17 @@ static int inspecti_one(ctl *c, const char *ref, void *arg)
 
 int cmd_inspecti(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    ctl_out out = CTL_OUT_JSON;
-    cu_out_arg oa = {c, &out, true};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, inspecti_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspecti_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one IMAGE (see sluicectl inspecti --help)");
-    return cu_each(c, argc - first, argv + first, CU_RAW, inspecti_one, &out);
+    return cu_each(c, argc - first, argv + first, CU_RAW, inspecti_one, &o);
 }
 
 /* ---- rmi ---- */

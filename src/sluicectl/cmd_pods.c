@@ -386,12 +386,13 @@ int cmd_pods(ctl *c, int argc, char **argv)
 /* ---- inspectp ---- */
 
 static const char inspectp_help[] =
-    "Usage: sluicectl inspectp [-o json|yaml|table] POD-ID...\n"
+    "Usage: sluicectl inspectp [-o json|yaml|table] [-q] POD-ID...\n"
     "\n"
     "Shows the status of pod sandboxes (verbose PodSandboxStatus: {\"status\": ...,\n"
     "\"info\": ...}).\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static void pod_status_table(const Runtime__V1__PodSandboxStatus *s)
@@ -411,10 +412,11 @@ static void pod_status_table(const Runtime__V1__PodSandboxStatus *s)
 
 static int inspectp_one(ctl *c, const char *id, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
     Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
-    req.verbose = out != CTL_OUT_TABLE;
+    req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__PodSandboxStatusResponse *r = (void *)ctl_rt_call(
         c, "PodSandboxStatus", &req.base, &runtime__v1__pod_sandbox_status_response__descriptor);
     if (!r)
@@ -422,21 +424,22 @@ static int inspectp_one(ctl *c, const char *id, void *arg)
     if (out == CTL_OUT_TABLE && r->status)
         pod_status_table(r->status);
     else
-        cu_print_msg(&r->base, out);
+        cu_print_status(&r->base, o);
     ctl_free_msg(r);
     return 0;
 }
 
 int cmd_inspectp(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    cu_list_opts l = {.out = CTL_OUT_JSON};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    cu_out_arg oa = {c, &l.out, true};
-    if (ctl_parse(c, argc, argv, "o:", lo, inspectp_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspectp_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one POD-ID (see sluicectl inspectp --help)");
-    return cu_each(c, argc - first, argv + first, CU_POD, inspectp_one, &l.out);
+    return cu_each(c, argc - first, argv + first, CU_POD, inspectp_one, &o);
 }

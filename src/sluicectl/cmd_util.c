@@ -81,6 +81,25 @@ int cu_out_opt(void *arg, int id, const char *val)
     return ctl_parse_out(a->c, val, a->out, a->table_ok);
 }
 
+int cu_inspect_opt(void *arg, int id, const char *val)
+{
+    cu_inspect *o = arg;
+    if (id == 'q') {
+        o->quiet = true;
+        return 0;
+    }
+    return ctl_parse_out(o->c, val, &o->out, true);
+}
+
+void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o)
+{
+    json_t *j = ctl_msg_to_json(m);
+    if (o->quiet)
+        json_object_del(j, "info");
+    ctl_print_doc(j, o->out);
+    json_decref(j);
+}
+
 int cu_no_opt(void *arg, int id, const char *val)
 {
     (void)arg;

@@ -34,6 +34,17 @@ typedef struct cu_out_arg {
     bool table_ok;
 } cu_out_arg;
 int cu_out_opt(void *arg, int id, const char *val);
+
+/* -o and crictl's -q/--quiet ("do not show verbose information") of info
+ * and the inspect commands: arg is a cu_inspect. */
+typedef struct cu_inspect {
+    ctl *c;
+    ctl_out out;
+    bool quiet;
+} cu_inspect;
+int cu_inspect_opt(void *arg, int id, const char *val);
+/* Prints a status answer as JSON/YAML, without its "info" under -q. */
+void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o);
 int cu_no_opt(void *arg, int id, const char *val);
 
 /* Resolves each ref (by kind) and calls fn; returns 0 or CTL_EXIT_FAIL if
