@@ -108,6 +108,21 @@ void sl_cri_time_format(int64_t ns, char out[40])
     out[n] = '\0';
 }
 
+void sl_cri_time_fixed(const char *ts, size_t len, char out[64])
+{
+    size_t i = 0;
+    while (i < len && ts[i] != '.' && ts[i] != 'Z' && ts[i] != '+' && (i < 10 || ts[i] != '-'))
+        i++;
+    size_t base = i, frac = 0;
+    char digits[10] = "000000000";
+    if (i < len && ts[i] == '.')
+        for (i++; i < len && ts[i] >= '0' && ts[i] <= '9'; i++, frac++)
+            if (frac < 9)
+                digits[frac] = ts[i];
+    snprintf(out, 64, "%.*s.%s%.*s", (int)(base < 40 ? base : 40), ts, digits,
+             (int)(len - i < 8 ? len - i : 8), ts + i);
+}
+
 int sl_cri_log_parse(const char *line, size_t len, sl_cri_log_rec *out)
 {
     const char *end = line + len;

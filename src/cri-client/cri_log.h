@@ -31,6 +31,11 @@ int sl_cri_log_parse(const char *line, size_t len, sl_cri_log_rec *out);
  * since the epoch. Returns 0, or -1 when s (len bytes) is not such a time. */
 int sl_cri_time_parse(const char *s, size_t len, int64_t *ns);
 
+/* The kubelet's output form of a record's timestamp: nine fraction digits,
+ * the record's own zone kept ("2016-10-06T00:17:09.5Z" becomes
+ * "2016-10-06T00:17:09.500000000Z"). out: 64 bytes. */
+void sl_cri_time_fixed(const char *ts, size_t len, char out[64]);
+
 /* Seconds since the epoch of a UTC civil date and time (no time zone
  * database, any year from 1 on). */
 int64_t sl_cri_civil_seconds(int year, int mon, int day, int h, int m, int s);

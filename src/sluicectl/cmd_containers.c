@@ -24,8 +24,8 @@ static const char create_help[] =
     "      --auth AUTH               base64 of USER[:PASSWORD]\n"
     "      --username USER           registry user; the password is read from stdin\n"
     "      --pull-timeout, --pt D    deadline of the pull (default 0: none)\n"
-    "  -T, --cancel-timeout D        deadline of CreateContainer (default 60s or\n"
-    "                                --timeout, whichever is longer)\n"
+    "  -T, --cancel-timeout D        deadline of CreateContainer (default 60 s, or the\n"
+    "                                global timeout when that is longer)\n"
     "  -h, --help                    this help\n";
 
 typedef struct create_opts {

@@ -3,7 +3,7 @@
  * ContainerStatus.log_path is read on this host, lines that are not CRI
  * records are skipped, --tail counts lines from the end, --since drops
  * older records, --limit-bytes stops the output, -t prefixes the
- * kubelet's nine-digit UTC timestamps. With -f it is followed (rotation
+ * kubelet's nine-digit timestamps. With -f it is followed (rotation
  * included) until the container stops running. Memory stays bounded: the
  * file is read in chunks and a record longer than LOGS_MAX_LINE is cut. */
 #include <errno.h>
@@ -40,8 +40,8 @@ static const char logs_help[] =
     "                        unless it ends in Z or +hh:mm; or just the date), or\n"
     "                        Unix seconds (1700000000.5)\n"
     "      --limit-bytes N   stop after N bytes of output (default -1: no limit)\n"
-    "  -t, --timestamps      start each line with its timestamp (RFC 3339, UTC, nine\n"
-    "                        fraction digits)\n"
+    "  -t, --timestamps      start each line with its timestamp (RFC 3339 with nine\n"
+    "                        fraction digits, as the kubelet prints it)\n"
     "  -h, --help            this help\n";
 
 enum { L_TAIL = 256, L_SINCE, L_LIMIT };
@@ -137,19 +137,20 @@ static void record(reader *r, const char *line, size_t n)
     sl_cri_log_rec rec;
     if (r->o->limit == 0 || sl_cri_log_parse(line, n, &rec) < 0)
         return;
+    bool line_start = r->at_line_start;
+    r->at_line_start = !rec.partial; /* skipped or not, as the kubelet tracks it */
     if (r->o->since_set && rec.ts_ns < r->o->since)
         return;
     int fd = rec.is_stderr ? STDERR_FILENO : STDOUT_FILENO;
     bool go = true;
-    if (r->o->stamps && r->at_line_start) {
-        char ts[40];
-        sl_cri_time_format(rec.ts_ns, ts);
+    if (r->o->stamps && line_start) {
+        char ts[64];
+        sl_cri_time_fixed(rec.ts, rec.ts_len, ts);
         go = out(r, fd, ts, strlen(ts)) && out(r, fd, " ", 1);
     }
     go = go && out(r, fd, rec.content, rec.content_len);
     if (go && !rec.partial)
         out(r, fd, "\n", 1);
-    r->at_line_start = !rec.partial;
 }
 
 /* Handles every complete line in r->buf and keeps the rest. */

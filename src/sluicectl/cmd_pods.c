@@ -16,8 +16,8 @@ static const char runp_help[] =
     "the CRI proto (log_directory) or lowerCamelCase (logDirectory).\n"
     "\n"
     "  -r, --runtime HANDLER       runtime handler (default: the runtime's default)\n"
-    "  -T, --cancel-timeout D      deadline of RunPodSandbox (default 60s or --timeout,\n"
-    "                              whichever is longer)\n"
+    "  -T, --cancel-timeout D      deadline of RunPodSandbox (default 60 s, or the\n"
+    "                              global timeout when that is longer)\n"
     "  -h, --help                  this help\n";
 
 typedef struct runp_opts {

@@ -23,7 +23,7 @@ static const char run_help[] =
     "      --username USER           registry user; the password is read from stdin\n"
     "      --pull-timeout, --pt D    deadline of the pull (default 0: none)\n"
     "  -T, --cancel-timeout D        deadline of RunPodSandbox and CreateContainer each\n"
-    "                                (default 60s or --timeout, whichever is longer)\n"
+    "                                (default 60 s, or the global timeout when longer)\n"
     "  -h, --help                    this help\n";
 
 typedef struct run_opts {

@@ -94,6 +94,11 @@ static void test_format(void **state)
     assert_string_equal(out, "2016-10-06T00:17:09.669794202Z");
     sl_cri_time_format(t("2016-10-06T02:17:09.5+02:00"), out);
     assert_string_equal(out, "2016-10-06T00:17:09.500000000Z");
+    char fixed[64];
+    sl_cri_time_fixed("2016-10-06T00:17:09.5+02:00", 27, fixed);
+    assert_string_equal(fixed, "2016-10-06T00:17:09.500000000+02:00");
+    sl_cri_time_fixed("2016-10-06T00:17:09Z", 20, fixed);
+    assert_string_equal(fixed, "2016-10-06T00:17:09.000000000Z");
     sl_cri_time_format(-1, out);
     assert_string_equal(out, "1969-12-31T23:59:59.999999999Z");
     for (int64_t s = -100000000; s < 5000000000; s += 7777777) { /* round trips */
