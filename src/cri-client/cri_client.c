@@ -386,6 +386,8 @@ static void deliver(call *cl)
         protobuf_c_message_free_unpacked(m, NULL);
         off += LPM_HEADER + n;
     }
+    if (off == 0)
+        return; /* nothing delivered (the body may not even exist yet) */
     memmove(cl->body, cl->body + off, cl->body_len - off);
     cl->body_len -= off;
 }

@@ -38,10 +38,11 @@ const onSluiced = {};
 
 // The logs views both runtimes must show alike for a container "chat"
 // whose attempt 0 wrote a0 (stdout) and e0 (stderr) and whose attempt 1
-// wrote b1, then b2 over 3 s later.
+// wrote b1, then b2 over 6 s later (--since 4s leaves room for slow runs).
+const B_GAP_MS = 6200;
 async function logViews(run, name) {
   const v = {};
-  for (const [k, args] of Object.entries({ since: ['--since', '2s'], limit: ['--limit-bytes', '4'],
+  for (const [k, args] of Object.entries({ since: ['--since', '4s'], limit: ['--limit-bytes', '4'],
     prev: ['-p'], tail: ['--tail', '1'], far: ['--since', '2099-01-01'] })) {
     const r = await run(['logs', ...args, name]);
     v[k] = [r.code, r.stdout, r.stderr];
@@ -388,9 +389,9 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
   test('images, inspecti, rmi, image import (copied into the import dir, then PullImage)', async () => {
     let r = await run(['images']);
     assert.match(r.stdout, /^IMAGE +TAG +IMAGE ID +SIZE\n/);
-    r = await run(['images', '--pinned', '--digests']);
-    assert.match(r.stdout, /^IMAGE +TAG +DIGEST +IMAGE ID +SIZE +PINNED\n/);
-    assert.match(r.stdout, /^localhost\/sluice\/busybox +latest +[0-9a-f]{13} +[0-9a-f]{13} +[\d.]+MB +false$/m);
+    const pinned = await run(['images', '--pinned', '--digests']);
+    assert.match(pinned.stdout, /^IMAGE +TAG +DIGEST +IMAGE ID +SIZE +PINNED\n/);
+    assert.match(pinned.stdout, /^localhost\/sluice\/busybox +latest +[0-9a-f]{13} +[0-9a-f]{13} +[\d.]+MB +false$/m);
     assert.match(r.stdout, /\nlocalhost\/sluice\/busybox +latest +[0-9a-f]{13} +[\d.]+MB\n/);
     r = await run(['images', '-o', 'json', BUSYBOX_IMAGE]);
     const img = JSON.parse(r.stdout).images[0];
@@ -830,14 +831,13 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     const a1 = await mk('chat', { metadata: { name: 'chat', attempt: 1 }, log_path: 'chat/1.log',
       command: ['sh', '-c', 'echo b1; until [ -f /tmp/go ]; do sleep 0.1; done; echo b2; sleep 3600'] });
     await waitLog(f1, / stdout F b1\n/);
-    await sleep(3200);
+    await sleep(B_GAP_MS);
     await inside(a1, 'touch /tmp/go');
     const text = await waitLog(f1, / stdout F b2\n/);
+    onSluiced.logs = await logViews(run, 'chat'); // the time-bound view first
+    assert.deepEqual(onSluiced.logs.since, [0, 'b2\n', ''], 'b1 is over 6 s old');
     let r = await run(['logs', 'chat']); // the name means the newest attempt
     assert.equal(r.stdout, 'b1\nb2\n');
-    onSluiced.logs = await logViews(run, 'chat');
-    r = await run(['logs', '--since', '2s', 'chat']);
-    assert.equal(r.stdout, 'b2\n', 'b1 is over 3 s old');
     const b2ts = text.match(/^(\S+) stdout F b2$/m)[1];
     const b2sec = Math.floor(Date.parse(b2ts) / 1000);
     r = await run(['logs', '--since', new Date(b2sec * 1000).toISOString().replace('.000Z', 'Z'), 'chat']);
@@ -1045,7 +1045,7 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
     const a1 = await mk('chat', { metadata: { name: 'chat', attempt: 1 }, log_path: 'chat/1.log',
       command: ['sh', '-c', 'echo b1; until [ -f /tmp/go ]; do sleep 0.1; done; echo b2; sleep 3600'] });
     await waitLog(path.join(logDir, 'chat/1.log'), / stdout F b1\n/);
-    await sleep(3200);
+    await sleep(B_GAP_MS);
     assert.equal((await run(['exec', a1, 'touch', '/tmp/go'])).code, 0);
     await waitLog(path.join(logDir, 'chat/1.log'), / stdout F b2\n/);
     const views = await logViews(run, 'chat');
