@@ -244,5 +244,9 @@ int cmd_imagefsinfo(ctl *c, int argc, char **argv);
 int cmd_update(ctl *c, int argc, char **argv);
 int cmd_events(ctl *c, int argc, char **argv);
 int cmd_completion(ctl *c, int argc, char **argv);
+int cmd_runtime_config(ctl *c, int argc, char **argv);
+int cmd_update_runtime_config(ctl *c, int argc, char **argv);
+int cmd_metricsp(ctl *c, int argc, char **argv);
+int cmd_checkpoint(ctl *c, int argc, char **argv);
 
 #endif

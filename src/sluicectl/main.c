@@ -11,6 +11,9 @@
 static const ctl_cmd commands[] = {
     {"version", NULL, "Show the runtime's name and version", cmd_version},
     {"info", NULL, "Show the runtime's status and information", cmd_info},
+    {"runtime-config", NULL, "Show the runtime's configuration", cmd_runtime_config},
+    {"update-runtime-config", NULL, "Update the runtime's configuration (pod CIDR)",
+     cmd_update_runtime_config},
     {"runp", NULL, "Run a new pod sandbox from a config file", cmd_runp},
     {"stopp", NULL, "Stop one or more pod sandboxes", cmd_stopp},
     {"rmp", NULL, "Remove one or more pod sandboxes", cmd_rmp},
@@ -27,6 +30,8 @@ static const ctl_cmd commands[] = {
     {"events", "event", "Stream container events", cmd_events},
     {"stats", NULL, "Show containers' resource usage", cmd_stats},
     {"statsp", NULL, "Show pod sandboxes' resource usage", cmd_statsp},
+    {"metricsp", NULL, "Show pod sandboxes' metrics", cmd_metricsp},
+    {"checkpoint", NULL, "Checkpoint one or more running containers", cmd_checkpoint},
     {"logs", "log", "Print a container's logs", cmd_logs},
     {"images", "img", "List images", cmd_images},
     {"inspecti", NULL, "Show the status of one or more images", cmd_inspecti},
@@ -98,9 +103,13 @@ static const char global_help[] =
 
 static void print_help(FILE *f)
 {
+    int width = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if ((int)strlen(commands[i].name) > width)
+            width = (int)strlen(commands[i].name);
     fputs(global_help, f);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-*s %s\n", width, commands[i].name, commands[i].summary);
     fputs("\nPod and container configs are YAML or JSON, as crictl reads them.\n"
           "See sluicectl(1) / docs/sluicectl.md.\n",
           f);

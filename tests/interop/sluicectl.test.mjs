@@ -12,8 +12,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+// js-yaml (with @kubernetes/client-node): an independent reader of -o yaml.
+import yaml from 'js-yaml';
 import { connectCri } from './lib/cri.mjs';
-import { REPO } from './lib/hostd.mjs';
+import { PrivateContainerd, containerdSkipReason } from './lib/ctrd_private.mjs';
 import { BUSYBOX_IMAGE, SluicedInstance, busyboxImageTar, skipReason } from './lib/sluiced.mjs';
 import {
   SLUICECTL, Tmux, ctl, ctlBackground, fakeCri, fakeSocket, fakeStreamServer, freePort, haveTmux,
@@ -31,7 +33,7 @@ const noBinary = fs.existsSync(SLUICECTL) ? false : `no sluicectl at ${SLUICECTL
 const COMMANDS = ['version', 'info', 'runp', 'stopp', 'rmp', 'pods', 'inspectp', 'create', 'run',
   'start', 'stop', 'rm', 'ps', 'inspect', 'update', 'events', 'stats', 'statsp', 'logs', 'images',
   'inspecti', 'rmi', 'imagefsinfo', 'image', 'pull', 'exec', 'attach', 'port-forward', 'kubeconfig',
-  'config', 'completion'];
+  'config', 'completion', 'runtime-config', 'update-runtime-config', 'metricsp', 'checkpoint'];
 
 // What the same commands showed on sluiced, compared on containerd.
 const onSluiced = {};
@@ -931,6 +933,72 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     assert.match(evy.out(), new RegExp(`(^|\\n)---\\ncontainerId: ${id}\\ncontainerEventType: CONTAINER_CREATED_EVENT\\n`));
   });
 
+  test('-o yaml wherever crictl has it: the same document as -o json (read by js-yaml)', async () => {
+    const both = async (...args) => {
+      const j = await run([...args, '-o', 'json']);
+      const y = await run([...args, '-o', 'yaml']);
+      assert.deepEqual([j.code, y.code], [0, 0], `${args}: ${j.stderr}${y.stderr}`);
+      return [JSON.parse(j.stdout), yaml.load(y.stdout, { schema: yaml.CORE_SCHEMA })];
+    };
+    // Leaves replaced by their types: for answers whose numbers move.
+    const shape = (v) => (Array.isArray(v) ? v.map(shape)
+      : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)]))
+        : typeof v);
+    for (const args of [['version'], ['info'], ['pods'], ['inspectp', pod], ['ps', '-a'], ['inspect', sleeper],
+      ['images'], ['inspecti', BUSYBOX_IMAGE], ['runtime-config']]) {
+      const [j, y] = await both(...args);
+      if (args[0] === 'inspectp') { // the status's time of each answer (EventedPLEG)
+        assert.deepEqual([typeof j.timestamp, typeof y.timestamp], ['number', 'number']);
+        delete j.timestamp;
+        delete y.timestamp;
+      }
+      assert.deepEqual(y, j, args.join(' '));
+    }
+    for (const args of [['stats', sleeper], ['statsp', pod], ['imagefsinfo'], ['metricsp']]) {
+      const [j, y] = await both(...args);
+      assert.deepEqual(shape(y), shape(j), args.join(' '));
+    }
+  });
+
+  test('runtime-config, update-runtime-config (seen in info), metricsp (json, yaml, -w), checkpoint refused', async () => {
+    let r = await run(['runtime-config']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'cgroup driver:   CGROUPFS\n');
+    assert.deepEqual(JSON.parse((await run(['runtime-config', '-o', 'json'])).stdout), { linux: { cgroupDriver: 'CGROUPFS' } });
+    assert.equal((await run(['runtime-config', '-o', 'yaml'])).stdout, 'linux:\n  cgroupDriver: CGROUPFS\n');
+    const cidr = '10.99.0.0/16,fd00:99::/64';
+    r = await run(['update-runtime-config', '-p', cidr]);
+    assert.deepEqual([r.code, r.stdout, r.stderr], [0, '', 'Runtime config successfully updated\n']);
+    assert.equal(JSON.parse((await run(['info'])).stdout).podCIDR, cidr);
+    r = await run(['update-runtime-config', '--pod-cidr', '10.99.0.0/99']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /runtime_config\.network_config\.pod_cidr: "10\.99\.0\.0\/99" is not one or two/);
+    assert.equal((await run(['update-runtime-config'])).code, 2, 'crictl shows its help without -p');
+    // metricsp: the sleeper's metrics, with containerd's labels.
+    r = await run(['metricsp']);
+    assert.equal(r.code, 0, r.stderr);
+    const pm = JSON.parse(r.stdout).podMetrics.find((m) => m.podSandboxId === pod);
+    const cm = pm.containerMetrics.find((m) => m.containerId === sleeper);
+    const names = cm.metrics.map((m) => m.name);
+    assert.ok(names.includes('container_cpu_usage_seconds_total') && names.includes('container_memory_working_set_bytes'), names);
+    const ws = cm.metrics.find((m) => m.name === 'container_memory_working_set_bytes');
+    assert.ok(ws.labelValues.includes('sleeper') && Number(ws.value.value) > 0, JSON.stringify(ws));
+    r = await run(['metricsp', '-o', 'yaml']);
+    assert.match(r.stdout, new RegExp(`^podMetrics:\n- podSandboxId: ${pod}\n`));
+    assert.equal((await run(['metricsp', '-o', 'table'])).code, 2, 'json or yaml only, as crictl');
+    const w = await ctlBackground(['-r', sd.endpoint, 'metricsp', '-w', '-o', 'yaml'], { ready: /podMetrics[^]*podMetrics/ });
+    const ex = await w.stop('SIGINT');
+    assert.deepEqual([ex.code, ex.signal], [0, null], w.err());
+    assert.match(w.out(), /^---\npodMetrics:\n/);
+    r = await run(['checkpoint', '-e', path.join(dir, 'cp.tar'), 'sleeper']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, new RegExp(`CheckpointContainer is not implemented: sluice has no checkpoint/restore \\(CRIU\\); container "${sleeper}"`));
+    assert.ok(!fs.existsSync(path.join(dir, 'cp.tar')));
+    r = await run(['checkpoint', 'sleeper']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--export \/path\/to\/checkpoint\.tar/);
+  });
+
   test('stopp, rmp (-f), and nothing is left', async () => {
     let r = await run(['stopp', 'ctl-pod']);
     assert.equal(r.stdout, `Stopped sandbox ${pod}\n`);
@@ -950,20 +1018,17 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
 
 // ---- against containerd -----------------------------------------------------------
 
-const CD_SCRIPT = path.join(REPO, 'scripts/containerd');
+// A private containerd for this file (common rules: its own directory and
+// stream port, apart from kube_logs.test.mjs's).
+const CD_NAME = 'ops-ctl';
+const CD_PORT = 10138;
 function cdSkip() {
-  if (noBinary) return noBinary;
-  const base = skipReason();
-  if (base) return base;
-  for (const c of ['containerd', 'ctr'])
-    if (spawnSync('sh', ['-c', `command -v ${c}`]).status !== 0) return `${c} is not installed`;
-  return false;
+  return noBinary || skipReason() || containerdSkipReason();
 }
 
 describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSkip() }, () => {
-  let env;
+  let ref;
   let endpoint;
-  let startedHere = false;
   let dir;
   let run;
   let pod;
@@ -972,17 +1037,8 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
   let mk;
 
   before(async () => {
-    // Our own instance (directory and stream port), beside any other.
-    env = { ...process.env, SLUICE_CONTAINERD_DIR: '/run/sluice-test/ctl-cd',
-      SLUICE_CONTAINERD_STREAM_PORT: String(await freePort()) };
-    if (spawnSync(CD_SCRIPT, ['status'], { env }).status !== 0) {
-      const r = spawnSync(CD_SCRIPT, ['start'], { env, encoding: 'utf8', timeout: 120000 });
-      assert.equal(r.status, 0, r.stderr);
-      startedHere = true;
-    }
-    const vars = Object.fromEntries(spawnSync(CD_SCRIPT, ['env'], { env, encoding: 'utf8' }).stdout
-      .trim().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-    endpoint = vars.CONTAINERD_ENDPOINT;
+    ref = await PrivateContainerd.start(CD_NAME, CD_PORT);
+    endpoint = ref.env.CONTAINERD_ENDPOINT;
     dir = tmpDir('cd');
     run = (args, opts) => ctl(['-r', endpoint, ...args], opts);
     const podFile = path.join(dir, 'pod.json');
@@ -1010,7 +1066,7 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
   });
   after(async () => {
     if (pod && run) await run(['rmp', '-f', pod]).catch(() => {});
-    if (startedHere) spawnSync(CD_SCRIPT, ['stop'], { env, stdio: 'ignore', timeout: 60000 });
+    await ref?.stop();
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -1059,6 +1115,18 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
     r = await run(['events']); // containerd 1.6 answers GetContainerEvents with Unimplemented
     assert.equal(r.code, 1);
     assert.match(r.stderr, /GetContainerEvents: the runtime at .* does not implement it/);
+    // Newer than containerd 1.6 as well: RuntimeConfig, ListPodSandboxMetrics, CheckpointContainer.
+    for (const [args, method] of [[['runtime-config'], 'RuntimeConfig'], [['metricsp'], 'ListPodSandboxMetrics'],
+      [['checkpoint', '-e', path.join(dir, 'cp.tar'), sleeper], 'CheckpointContainer']]) {
+      r = await run(args);
+      assert.equal(r.code, 1, args.join(' '));
+      assert.match(r.stderr, new RegExp(`${method}: the runtime at .* does not implement it`));
+    }
+    r = await run(['update-runtime-config', '-p', '10.99.0.0/16']);
+    assert.deepEqual([r.code, r.stderr], [0, 'Runtime config successfully updated\n']);
+    r = await run(['update-runtime-config', '-p', '10.99.0.0/99']); // refused by both runtimes
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /invalid CIDR address: 10\.99\.0\.0\/99/);
     for (const id of [u, a0, a1]) assert.equal((await run(['rm', '-f', id])).code, 0);
   });
 
