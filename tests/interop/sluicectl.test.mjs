@@ -775,7 +775,7 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     const cells = lines[1].split(/ {2,}/);
     assert.equal(cells[0], burner.slice(0, 13));
     assert.equal(cells[1], 'burner');
-    assert.ok(Number(cells[2]) > 10, `a busy loop uses the CPU: ${cells[2]} %`);
+    assert.ok(Number(cells[2]) > 0, `a busy loop uses the CPU: ${cells[2]} %`);
     assert.match(cells[3], /^[\d.]+(B|kB|MB)$/);
     r = await run(['stats', '-o', 'json', burner]);
     const st = JSON.parse(r.stdout).stats;
@@ -783,6 +783,10 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     assert.ok(st[0].memory.workingSetBytes.value > 0);
     r = await run(['stats', '-a', '-s', '1', '-p', pod]);
     assert.match(r.stdout, new RegExp(`\\n${sleeper.slice(0, 13)} +sleeper +`));
+    // The same two samples: the busy loop used more CPU than the sleeper (how
+    // much depends on the machine's load).
+    const cpu = (name) => Number(r.stdout.match(new RegExp(`\\n\\S+ +${name} +([\\d.]+) `))[1]);
+    assert.ok(cpu('burner') > cpu('sleeper'), r.stdout);
     r = await run(['statsp', '-s', '1']);
     assert.match(r.stdout, new RegExp(`^POD +POD ID +CPU % +MEM\nctl-pod +${pod.slice(0, 13)} +[\\d.]+ +[\\d.]+(B|kB|MB)\n`));
     r = await run(['statsp', '-o', 'yaml', 'ctl-pod']);
@@ -940,9 +944,11 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
       assert.deepEqual([j.code, y.code], [0, 0], `${args}: ${j.stderr}${y.stderr}`);
       return [JSON.parse(j.stdout), yaml.load(y.stdout, { schema: yaml.CORE_SCHEMA })];
     };
-    // Leaves replaced by their types: for answers whose numbers move.
+    // Leaves replaced by their types: for answers whose numbers move
+    // (usageNanoCores comes once the runtime holds two CPU samples).
     const shape = (v) => (Array.isArray(v) ? v.map(shape)
-      : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)]))
+      : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v)
+        .filter(([k]) => k !== 'usageNanoCores').map(([k, x]) => [k, shape(x)]))
         : typeof v);
     for (const args of [['version'], ['info'], ['pods'], ['inspectp', pod], ['ps', '-a'], ['inspect', sleeper],
       ['images'], ['inspecti', BUSYBOX_IMAGE], ['runtime-config']]) {
