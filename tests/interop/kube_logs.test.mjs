@@ -19,8 +19,7 @@ import { BUSYBOX_IMAGE, SluicedInstance, skipReason } from './lib/sluiced.mjs';
 const NS = 'klogs';
 const POD = 'restarted';
 const CALL_MS = 60000;
-const SINCE_S = 5;
-const SINCE_GAP_MS = (SINCE_S + 2) * 1000;
+const SINCE_GAP_MS = 7000;
 // A private containerd for this file (common rules: own dir, own stream port).
 const CTRD = path.join(REPO, 'scripts/containerd');
 const CTRD_ENV = { SLUICE_CONTAINERD_DIR: '/run/sluice-test/containerd-ops', SLUICE_CONTAINERD_STREAM_PORT: '10137' };
@@ -63,12 +62,14 @@ async function makePod(rt, logDir) {
     return id;
   };
   fs.mkdirSync(path.join(logDir, 'c'), { recursive: true });
-  const a0 = await ctr(0, 'echo a0; echo e0 >&2; exit 3');
+  // containerd's shim copies stdout and stderr apart: a0 and e0 written at
+  // once can reach the log in either order (seen), so e0 comes later.
+  const a0 = await ctr(0, 'echo a0; sleep 0.5; echo e0 >&2; exit 3');
   const s0 = await waitExited(rt, a0);
   const a1 = await ctr(1, 'echo b1; until [ -f /tmp/go ]; do sleep 0.1; done; echo b2; sleep 3600');
   const f1 = path.join(logDir, 'c/1.log');
-  await waitLog(f1, / stdout F b1\n/);
-  const p = { podId, a0, a1, s0 };
+  const b1ts = (await waitLog(f1, / stdout F b1\n/)).match(/^(\S+) stdout F b1$/m)[1];
+  const p = { podId, a0, a1, s0, b1ts };
   // b2, over SINCE_GAP_MS after b1; called right before the time-bound views
   p.go = async () => {
     await rt.ExecSync({ container_id: a1, cmd: ['touch', '/tmp/go'] }, { deadlineMs: CALL_MS });
@@ -84,13 +85,15 @@ async function checkViews(kf, p, runtime) {
     return [r.code, r.stdout.toString(), r.stderr];
   };
   const v = {};
-  // b1 is over SINCE_GAP_MS older than b2; --since leaves b1 out and keeps
-  // b2 while the call comes within SINCE_S of b2 (a loaded machine's kubectl
-  // may take seconds to start).
+  // b1 is over SINCE_GAP_MS older than b2. Each --since reaches back to a
+  // second after b1, taken just before the call: b1 is left out, and b2 is
+  // kept unless the call takes over SINCE_GAP_MS - 2 s to arrive (a loaded
+  // machine's kubectl may take seconds to start).
   await sleep(SINCE_GAP_MS);
   await p.go();
-  v.since = await kc('logs', POD, `--since=${SINCE_S}s`);
-  const stamped = await kc('logs', POD, '--timestamps', `--since=${SINCE_S}s`);
+  const sinceB1 = () => `--since=${Math.floor((Date.now() - Date.parse(p.b1ts)) / 1000) - 1}s`;
+  v.since = await kc('logs', POD, sinceB1());
+  const stamped = await kc('logs', POD, '--timestamps', sinceB1());
   v.all = await kc('logs', POD);
   const b2sec = Math.floor(Date.parse(p.b2ts) / 1000);
   const rfc = (sec) => new Date(sec * 1000).toISOString().replace('.000Z', 'Z');
