@@ -1046,7 +1046,8 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
     ref = await PrivateContainerd.start(CD_NAME, CD_PORT);
     endpoint = ref.env.CONTAINERD_ENDPOINT;
     dir = tmpDir('cd');
-    run = (args, opts) => ctl(['-r', endpoint, ...args], opts);
+    // A longer call timeout than the default 2 s: containerd on the loaded machine.
+    run = (args, opts) => ctl(['-r', endpoint, '-t', '10s', ...args], opts);
     const podFile = path.join(dir, 'pod.json');
     fs.writeFileSync(podFile, JSON.stringify({
       metadata: { name: 'ctl-cd', uid: `ctl-cd-${process.pid}`, namespace: 'ctl', attempt: 0 },
@@ -1094,9 +1095,15 @@ describe('sluicectl against containerd 1.6 (Go streaming server)', { skip: cdSki
     r = await run(['attach', '-t', sleeper]); // containerd leaves a false tty out of its info
     assert.equal(r.code, 1);
     assert.match(r.stderr, /has no terminal \(its config has tty: false\)/);
-    const imgId = (await run(['images', '-q', BUSYBOX_IMAGE])).stdout.trim();
-    r = await run(['ps', '-q', '--image', imgId.slice(7, 19)]);
-    assert.ok(r.stdout.includes(sleeper), r.stderr);
+    // ImageStatus by name (containerd 1.6's ListImages ignores the filter:
+    // `images -q NAME` lists the pause image too, in no fixed order).
+    r = await run(['inspecti', '-o', 'json', BUSYBOX_IMAGE]);
+    assert.equal(r.code, 0, r.stderr);
+    const imgId = JSON.parse(r.stdout).status.id;
+    assert.match(imgId, /^sha256:[0-9a-f]{64}$/);
+    r = await run(['-D', 'ps', '-q', '--image', imgId.slice(7, 19)]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(r.stdout.includes(sleeper), `${imgId}: ${r.stdout}\n${r.stderr}`);
     assert.equal((await run(['ps', '-a', '-q', '--image', 'nothing-like-it'])).stdout, '');
     const logDir = path.join(dir, 'logs');
     fs.mkdirSync(path.join(logDir, 'chat'), { recursive: true });
