@@ -175,7 +175,25 @@ static void console_cb(mon *m, int master, void *data)
     x->reply = NULL;
 }
 
-/* The bundle's process with args, terminal and consoleSize replaced. */
+/* TERM=xterm in a process's env, replacing any TERM: what containerd gives
+ * every exec with a terminal (oci.WithEnv in its execInternal). */
+static void set_term(json_t *p)
+{
+    json_t *env = json_object_get(p, "env");
+    if (!json_is_array(env)) {
+        env = json_array();
+        json_object_set_new(p, "env", env);
+    }
+    for (size_t i = json_array_size(env); i-- > 0;) {
+        const char *v = json_string_value(json_array_get(env, i));
+        if (v && !strncmp(v, "TERM=", 5))
+            json_array_remove(env, i);
+    }
+    json_array_append_new(env, json_string("TERM=xterm"));
+}
+
+/* The bundle's process with args, terminal and consoleSize replaced (and
+ * TERM set for a terminal). */
 static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w, int h,
                           sl_error *e)
 {
@@ -193,6 +211,8 @@ static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w
     }
     json_object_set_new(p, "args", json_deep_copy(cmd));
     json_object_set_new(p, "terminal", json_boolean(tty));
+    if (tty)
+        set_term(p);
     if (tty && w > 0 && h > 0)
         json_object_set_new(p, "consoleSize", json_pack("{s:i, s:i}", "height", h, "width", w));
     else
