@@ -68,8 +68,8 @@ static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
 }
 
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, const char *pid_ns, pid_t *pid,
-                  sl_error *e)
+                  const char *state_dir, const char *runtime, const char *pid_ns,
+                  const char *cgroup, pid_t *pid, sl_error *e)
 {
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0)
@@ -78,10 +78,17 @@ int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
     if (starter == 0) {
         dup2(out[1], 1);
         dup2(out[1], 2);
-        const char *argv[] = {
-            mon_path,      "--pod-id", pod_id,      "--run-dir", run_dir,
-            "--state-dir", state_dir,  "--runtime", runtime,     pid_ns ? "--pid-ns" : NULL,
-            pid_ns,        NULL};
+        const char *argv[16] = {mon_path,      "--pod-id", pod_id,      "--run-dir", run_dir,
+                                "--state-dir", state_dir,  "--runtime", runtime};
+        int n = 9;
+        if (pid_ns) {
+            argv[n++] = "--pid-ns";
+            argv[n++] = pid_ns;
+        }
+        if (cgroup && *cgroup) {
+            argv[n++] = "--cgroup";
+            argv[n++] = cgroup;
+        }
         execv(mon_path, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
         _exit(127);

@@ -213,7 +213,7 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     pid_t mon_pid = 0;
     if (!run_dir || !ns_dir || !rec || create_pod(rt, id, run_dir, &ns, c, rec, &e) < 0 ||
         sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path, pid_ns,
-                      &mon_pid, &e) < 0) {
+                      rt->cfg->monitor_cgroup, &mon_pid, &e) < 0) {
         unwind(rt, id, run_dir, ns_dir, c, json_string_value(json_object_get(rec, "cni_result")));
         json_decref(rec);
         sl_grpc_call_fail_error(call, &e);
