@@ -17,6 +17,7 @@
 #include "pod/etc_files.h"
 #include "pod/netns.h"
 #include "pod/pidns.h"
+#include "sl_log.h"
 
 static bool host_network(const Runtime__V1__PodSandboxConfig *c)
 {
@@ -256,7 +257,7 @@ static void release_network(sl_rt *rt, sl_pod *p)
     cni_opts(rt, p->id, netns, p->config, &o);
     sl_error e;
     if (sl_cni_del(&o, result, &e) < 0)
-        fprintf(stderr, "sluiced: pod %s: %s\n", p->id, e.msg);
+        sl_log(SL_LOG_WARN, "CNI DEL failed", "pod", p->id, "error", e.msg, NULL);
     free((void *)o.portmaps);
     json_object_set_new(p->rec, "cni_result", json_string(""));
 }
