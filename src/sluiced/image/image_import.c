@@ -367,6 +367,13 @@ static int fill_ids(const import_ctx *c, char ***ids, sl_error *e)
     return *ids ? 0 : sl_error_set(e, ENOMEM, "import");
 }
 
+/* Counts an import's outcome (the admin listener's metrics). */
+static int counted(sl_image_store *s, int rc)
+{
+    __atomic_add_fetch(rc < 0 ? &s->imports_failed : &s->imports_done, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
 int sl_image_store_import(sl_image_store *s, const char *path, const char *extra_tag, char ***ids,
                           sl_error *e)
 {
@@ -376,11 +383,12 @@ int sl_image_store_import(sl_image_store *s, const char *path, const char *extra
         *ids = NULL;
     struct stat st;
     if (stat(path, &st) < 0)
-        return sl_error_set(e, errno, "import %s", path);
+        return counted(s, sl_error_set(e, errno, "import %s", path));
     if (extra_tag && extra_tag[0]) {
         if (sl_image_ref_parse(extra_tag, &c.extra, e) < 0 || !c.extra.tag[0])
-            return sl_error_set(e, EINVAL, "import %s: extra tag \"%.300s\" is not a name:tag",
-                                path, extra_tag);
+            return counted(s, sl_error_set(e, EINVAL,
+                                           "import %s: extra tag \"%.300s\" is not a name:tag",
+                                           path, extra_tag));
         c.has_extra = 1;
     }
     int rc = stage_and_parse(&c);
@@ -395,7 +403,7 @@ int sl_image_store_import(sl_image_store *s, const char *path, const char *extra
     if (rc == 0)
         rc = fill_ids(&c, ids, e);
     import_cleanup(&c, rc < 0);
-    return rc < 0 ? sl_error_wrap(e, "import %s", path) : 0;
+    return counted(s, rc < 0 ? sl_error_wrap(e, "import %s", path) : 0);
 }
 
 /* ---- directories of tarballs ---- */

@@ -137,6 +137,8 @@ struct sl_image_store {
     sl_source_rec *src;
     size_t nsrc, capsrc;
     sl_image_recovery rec;
+    /* tarball imports that ended well / failed (atomic: read by any thread) */
+    uint64_t imports_done, imports_failed;
 };
 
 /* Loads images.json (a missing file is an empty index). -1 (*e) when it
