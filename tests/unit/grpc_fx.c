@@ -51,7 +51,8 @@ static int c_on_frame_recv(nghttp2_session *h2, const nghttp2_frame *fr, void *u
         f->goaway_code = fr->goaway.error_code;
         size_t n = fr->goaway.opaque_data_len;
         n = n < sizeof(f->goaway_debug) - 1 ? n : sizeof(f->goaway_debug) - 1;
-        memcpy(f->goaway_debug, fr->goaway.opaque_data, n);
+        if (n)
+            memcpy(f->goaway_debug, fr->goaway.opaque_data, n);
         f->goaway_debug[n] = '\0';
     }
     if (fr->hd.type == NGHTTP2_SETTINGS && !(fr->hd.flags & NGHTTP2_FLAG_ACK))
