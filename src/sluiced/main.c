@@ -3,19 +3,19 @@
  * when configured, the admin listener (/healthz, /readyz, /metrics).
  * SIGTERM/SIGINT stop it (pods and their monitors keep running), SIGHUP
  * reloads what may change live (sl_config_reload). It tells systemd when
- * it is ready, reloading or stopping (sd_notify; nothing without
- * NOTIFY_SOCKET). */
+ * it is ready, reloading or stopping (the sd_notify protocol, admin/notify.h;
+ * nothing without NOTIFY_SOCKET). */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
 
 #include "admin/admin.h"
 #include "admin/calls.h"
 #include "admin/daemon_metrics.h"
+#include "admin/notify.h"
 #include "config/config.h"
 #include "cri/service.h"
 #include "cri/sluice_version.h"
@@ -37,7 +37,8 @@ typedef struct sluiced {
     sl_server *stream;
     sl_grpc_server *grpc;
     sl_admin *admin;
-    bool listening; /* the CRI socket is up (readiness) */
+    sl_notify notify; /* systemd's NOTIFY_SOCKET */
+    bool listening;   /* the CRI socket is up (readiness) */
     uv_signal_t sigint, sigterm, sighup;
     bool stopping; /* close requested */
     int closing;   /* servers still closing */
@@ -194,7 +195,7 @@ static void stop_cb(uv_signal_t *h, int sig)
     sluiced *d = h->data;
     sl_log(SL_LOG_INFO, "stopping; pods and their monitors keep running", "signal",
            sig == SIGINT ? "SIGINT" : "SIGTERM", NULL);
-    sd_notify(0, "STOPPING=1");
+    sl_notify_send(&d->notify, "STOPPING=1");
     uv_signal_stop(&d->sigint);
     uv_signal_stop(&d->sigterm);
     uv_signal_stop(&d->sighup);
@@ -222,7 +223,7 @@ static void reload_cb(uv_signal_t *h, int sig)
 {
     (void)sig;
     sluiced *d = h->data;
-    sd_notify(0, "RELOADING=1");
+    sl_notify_send(&d->notify, "RELOADING=1");
     sl_config fresh;
     sl_error e;
     sl_config_init(&fresh);
@@ -242,7 +243,7 @@ static void reload_cb(uv_signal_t *h, int sig)
         sl_log_set_level(d->cfg.log_level);
     }
     sl_config_fini(&fresh);
-    sd_notify(0, "READY=1");
+    sl_notify_send(&d->notify, "READY=1");
 }
 
 static void start_signals(sluiced *d)
@@ -272,7 +273,11 @@ static void announce(sluiced *d)
     sl_log(SL_LOG_INFO, "sluiced ready", "version", SLUICE_VERSION, "cri", d->cfg.listen, "stream",
            base, "admin", admin[0] ? admin : NULL, "config", d->cfg.config_file, "log_level",
            sl_log_level_name(d->cfg.log_level), NULL);
-    sd_notifyf(0, "READY=1\nSTATUS=CRI on %s, streaming on %s", d->cfg.listen, base);
+    char state[512];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=CRI on %s, streaming on %s", d->cfg.listen,
+             base);
+    if (sl_notify_send(&d->notify, state) < 0)
+        sl_log(SL_LOG_WARN, "cannot tell systemd we are ready", "error", strerror(errno), NULL);
 }
 
 static int run(sluiced *d)
@@ -335,6 +340,9 @@ int main(int argc, char **argv)
     d.argv = argv;
     sl_log_setup(2, sl_log_is_journal(2));
     sl_log_set_level(d.cfg.log_level);
+    if (!sl_notify_init(&d.notify))
+        sl_log(SL_LOG_WARN, "NOTIFY_SOCKET is not a unix socket path or @name; not notifying",
+               NULL);
     sl_raise_nofile();
     d.loop = uv_default_loop();
     int rc = run(&d);
