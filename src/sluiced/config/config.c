@@ -627,6 +627,16 @@ void sl_config_usage(FILE *f, const char *prog)
     sl_config_fini(&d);
 }
 
+/* Help text as Markdown: '_', '*' and '`' would start emphasis or code. */
+static void markdown_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '_' || *s == '*' || *s == '`' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
 void sl_config_usage_markdown(FILE *f, bool json)
 {
     sl_config d;
@@ -639,7 +649,9 @@ void sl_config_usage_markdown(FILE *f, bool json)
             fprintf(f, "**%s** (%s)\n", k->name, is_text(k) ? "string" : "integer");
         else
             fprintf(f, "**--%s** *%s*\n", k->name, k->arg);
-        fprintf(f, ":   %s. Default: ", k->help);
+        fprintf(f, ":   ");
+        markdown_text(f, k->help);
+        fprintf(f, ". Default: ");
         if (k->off == F(import_file))
             fprintf(f, "none");
         else
