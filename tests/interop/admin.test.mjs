@@ -383,3 +383,20 @@ describe('sluiced for operators: admin listener, log, reload, sd_notify, service
     await sd.stop();
   });
 });
+
+describe('a monitor-cgroup the monitor cannot join', { skip }, () => {
+  let sd;
+  after(async () => { await sd?.destroy(); });
+
+  test('RunPodSandbox fails with the reason; no monitor or pod is left', async () => {
+    // cgroup.procs is a file at every hierarchy's root: no cgroup can be made below it
+    sd = await SluicedInstance.start({ label: 'admcg', args: ['--monitor-cgroup', '/cgroup.procs/x'] });
+    await assert.rejects(sd.runPod('nocg', { hostNetwork: true }), (e) => {
+      assert.match(e.details, /--cgroup \/cgroup\.procs\/x: /);
+      return true;
+    });
+    assert.deepEqual((await sd.rt.ListPodSandbox({})).items, []);
+    assert.deepEqual(monitorsUnder(sd.root), []);
+    await sd.stop();
+  });
+});
