@@ -31,7 +31,10 @@ static void test_pod_config(void **state)
     dns.n_servers = 2;
     Runtime__V1__NamespaceOption nso = RUNTIME__V1__NAMESPACE_OPTION__INIT;
     nso.network = RUNTIME__V1__NAMESPACE_MODE__NODE;
-    Runtime__V1__LinuxSandboxSecurityContext sc = RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
+    /* The init function, not the macro: the macro names the deprecated
+     * seccomp_profile_path field, which clang warns about. */
+    Runtime__V1__LinuxSandboxSecurityContext sc;
+    runtime__v1__linux_sandbox_security_context__init(&sc);
     sc.namespace_options = &nso;
     Runtime__V1__LinuxPodSandboxConfig lin = RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__INIT;
     lin.security_context = &sc;
