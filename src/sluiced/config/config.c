@@ -565,15 +565,16 @@ static bool is_live(const key *k)
 static void value_text(const sl_config *c, const key *k, char *buf, size_t cap)
 {
     const void *p = (const char *)c + k->off;
-    const char *str = *(const char *const *)p;
-    if (k->type == K_U32)
+    if (k->type == K_U32) {
         snprintf(buf, cap, "%" PRIu32, *(const uint32_t *)p);
-    else if (k->type == K_U64)
+    } else if (k->type == K_U64) {
         snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)p);
-    else if (k->type == K_LEVEL)
+    } else if (k->type == K_LEVEL) {
         snprintf(buf, cap, "%s", sl_log_level_name(*(const int *)p));
-    else
+    } else { /* a text field: only these hold a pointer */
+        const char *str = *(const char *const *)p;
         snprintf(buf, cap, "%s", str ? str : "");
+    }
 }
 
 /* The default as --help and the man pages show it. */
