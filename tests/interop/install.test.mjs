@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectCri } from './lib/cri.mjs';
-import { SLUICED, SluicedProc, monitorsUnder, skipReason } from './lib/sluiced.mjs';
+import { SLUICED, SluicedProc, monitorsUnder, skipReason, sleep } from './lib/sluiced.mjs';
 
 const BUILD = path.resolve(path.dirname(SLUICED), '../..');
 const need = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
@@ -143,6 +143,8 @@ describe('meson install', { skip }, () => {
     let cri;
     try {
       await proc.waitBanner();
+      // the log line follows the banner on another pipe
+      for (let i = 0; i < 250 && !/msg="sluiced ready"/.test(proc.stderr); i++) await sleep(20);
       assert.match(proc.stderr, new RegExp(`msg="sluiced ready" .*config=${at('/etc/sluice/sluiced.json')}`));
       cri = await connectCri(`unix://${sock}`);
       const pod = await cri.runtime.RunPodSandbox({ config: {
