@@ -201,12 +201,13 @@ static void stop_cb(uv_signal_t *h, int sig)
     uv_signal_stop(&d->sighup);
     d->stopping = true;
     d->closing = 3;
+    /* First, so that calls it ends are answered before the GOAWAY. The pod
+     * monitors keep running (so do their containers); only our connections
+     * to them close, so the loop can end. */
+    sl_rt_detach(&d->cri.rt);
     sl_admin_close(d->admin, admin_closed, d);
     sl_grpc_server_close(d->grpc, grpc_closed, d);
     sl_server_close(d->stream, stream_closed, d);
-    /* The pod monitors keep running (so do their containers); only our
-     * connections to them close, so the loop can end. */
-    sl_rt_detach(&d->cri.rt);
 }
 
 static void report_change(void *arg, const char *key, const char *was, const char *now,

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "tmp_root.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +15,6 @@
 
 #include "fsutil.h"
 #include "pod/cni.h"
-
-static char root[64];
 
 static void write_file(const char *dir, const char *name, const char *text, int mode)
 {
@@ -52,8 +52,7 @@ static const char *fake_recorder =
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-cni-XXXXXX");
-    assert_non_null(mkdtemp(root));
+    tmp_root_make();
     char d[128];
     snprintf(d, sizeof(d), "%s/bin", root);
     mkdir(d, 0755);
@@ -63,14 +62,6 @@ static int setup(void **state)
     write_file(d, "recorder", fake_recorder, 0755);
     snprintf(d, sizeof(d), "%s/conf", root);
     mkdir(d, 0755);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
     return 0;
 }
 
@@ -317,14 +308,15 @@ static void result_ips_of_the_pod_interface(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, tmp_root_teardown),
         cmocka_unit_test(capability_args_json),
         cmocka_unit_test(runtime_config_only_where_declared),
-        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(has_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(has_capability, setup, tmp_root_teardown),
         cmocka_unit_test(result_ips_of_the_pod_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

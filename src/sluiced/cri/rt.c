@@ -127,6 +127,9 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
 
 void sl_rt_detach(sl_rt *rt)
 {
+    /* Subscribers get their UNAVAILABLE trailers now, ahead of the GOAWAY
+     * that ends their connections. */
+    sl_events_fini(&rt->events);
     rt->detached = true;
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         sl_monc *m = p->mon;

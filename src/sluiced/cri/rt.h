@@ -32,8 +32,9 @@ typedef struct sl_rt {
  * monitors that still run. Returns 0 or -1 (*e). */
 int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e);
 void sl_rt_close(sl_rt *rt);
-/* Closes the connections to the pod monitors (they and their containers
- * keep running), for shutdown. */
+/* Ends the event subscriptions (UNAVAILABLE) and closes the connections
+ * to the pod monitors (they and their containers keep running), for
+ * shutdown. */
 void sl_rt_detach(sl_rt *rt);
 
 /* The pod's monitor connection, reconnecting once if it was lost; NULL
