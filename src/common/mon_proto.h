@@ -31,6 +31,9 @@
  * exec, whose name is never longer. sluiced refuses a run dir for which
  * the control socket's path would not fit sun_path. */
 #define SL_MON_SOCK_NAME "mon.sock"
+/* The monitor's own log: <state-dir>/pods/<pod id>/mon.log, with the pod's
+ * record (removed with the pod), so it survives a reboot and a full tmpfs. */
+#define SL_MON_LOG_NAME "mon.log"
 #define SL_MON_POD_ID_LEN 64
 #define SL_MON_CONSOLE_SOCK_FMT "cs%04x" /* of a counter modulo 0x10000 */
 

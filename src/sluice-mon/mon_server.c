@@ -145,7 +145,7 @@ void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    mon_log(MON_INFO, "request failed: %s", text);
+    mon_log(MON_ERR, "request failed: %s", text);
     mon_conn *c = find_conn(m, r->conn);
     json_t *reply =
         json_pack("{s:s, s:O, s:b, s:s?}", "type", "reply", "id", r->id, "ok", 0, "error", text);

@@ -166,12 +166,12 @@ describe('image imports off the loop', { skip: skipReason() }, () => {
     assert.ok(pulled, r.stdout);
     assert.match(r.stderr, /sluicectl: copying .*big\.tar \(1024\.0 MiB\) into /);
     assert.match(r.stderr, /sluicectl: localhost\/sluice\/big:1: asking sluiced to import it/);
-    const inSluiced = /imported \S*big\.tar in ([\d.]+) s/.exec(sd.proc.stderr);
+    const inSluiced = /msg="image imported" file=\S*big\.tar seconds=([\d.]+)/.exec(sd.proc.stderr);
     if (inSluiced && Number(inSluiced[1]) > PROGRESS_S + 1) // a progress line at least every 5 s
       assert.match(r.stderr, /sluicectl: localhost\/sluice\/big:1: sluiced is importing it \(\d+ s so far\)/);
     const max = Math.max(...lat);
     const p99 = pct(lat, 0.99);
-    const commit = /imported \S*big\.tar in .*\(the commit on the loop: ([\d.]+) ms\)/.exec(sd.proc.stderr);
+    const commit = /msg="image imported" file=\S*big\.tar seconds=[\d.]+ commit_on_loop_ms=([\d.]+)/.exec(sd.proc.stderr);
     assert.ok(commit, `no import line in the log: ${sd.proc.stderr.slice(-2000)}`);
     const line = `tarball made in ${made} ms; import ${importMs} ms (commit on the loop ${commit[1]} ms); ` +
       `${lat.length} Version calls: ` +
@@ -238,7 +238,7 @@ describe('image imports off the loop', { skip: skipReason() }, () => {
     assert.equal((await sd.img.ImageStatus({ image: { image: BIG } })).image, null);
     const tags = (await sd.img.ListImages({})).images.flatMap((i) => i.repo_tags);
     assert.ok(!tags.includes(BUSYBOX_IMAGE) && !tags.includes(BIG), tags.join(' '));
-    assert.doesNotMatch(sd.proc.stderr, /imported .*busybox-oci\.tar/);
+    assert.doesNotMatch(sd.proc.stderr, /msg="image imported" file=\S*busybox-oci\.tar/);
     const again = await sd.img.PullImage({ image: { image: BUSYBOX_IMAGE } });
     assert.equal(again.image_ref, id);
   });

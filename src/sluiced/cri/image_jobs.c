@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "sl_log.h"
 
 /* A commit that found a layer gone (a removal ran meanwhile) begins anew
  * this many times before the import counts as failed. */
@@ -142,7 +143,7 @@ static void pump(sl_imgq *q);
 
 static void import_failed(sl_imgq *q, const job *j, const sl_error *e)
 {
-    fprintf(stderr, "sluiced: %s\n", e->msg);
+    sl_log(SL_LOG_ERROR, "image import failed", "file", j->path, "error", e->msg, NULL);
     remember_failure(q, j->path, e);
     if (j->required && q->fatal && !q->stopping)
         q->fatal(q->fatal_arg, e);
@@ -164,6 +165,15 @@ static void work_cb(uv_work_t *w)
         sched_setscheduler(tid, SCHED_OTHER, &prio);
 }
 
+static void log_imported(sl_imgq *q, const job *j, double commit_ms)
+{
+    char secs[32], ms[32];
+    snprintf(secs, sizeof(secs), "%.1f", (double)(uv_now(q->loop) - q->started_ms) / 1000);
+    snprintf(ms, sizeof(ms), "%.1f", commit_ms);
+    sl_log(SL_LOG_INFO, "image imported", "file", j->path, "seconds", secs, "commit_on_loop_ms", ms,
+           NULL);
+}
+
 static void after_cb(uv_work_t *w, int status)
 {
     sl_imgq *q = w->data;
@@ -182,8 +192,7 @@ static void after_cb(uv_work_t *w, int status)
         if (rc < 0)
             import_failed(q, j, &e);
         else
-            fprintf(stderr, "sluiced: imported %s in %.1f s (the commit on the loop: %.1f ms)\n",
-                    j->path, (double)(uv_now(q->loop) - q->started_ms) / 1000, commit_ms);
+            log_imported(q, j, commit_ms);
         if (rc == 0)
             forget_failure(q, j->path);
         free_job(j);
@@ -251,7 +260,8 @@ static void import_for(sl_imgq *q, const char *path, const char *want, bool requ
     if (!j || !(j->path = strdup(path)) || (want && !(j->want = strdup(want)))) {
         if (j)
             free_job(j);
-        fprintf(stderr, "sluiced: import %s: out of memory\n", path);
+        sl_log(SL_LOG_ERROR, "image import not queued", "file", path, "error", "out of memory",
+               NULL);
         return;
     }
     j->kind = JOB_IMPORT;
@@ -354,7 +364,7 @@ static void gc_work_cb(uv_work_t *w)
     for (size_t i = 0; g->paths[i]; i++) {
         sl_error e;
         if (sl_rm_rf(g->paths[i], &e) < 0)
-            fprintf(stderr, "sluiced: %s\n", e.msg); /* the next start retries it */
+            sl_log(SL_LOG_WARN, "cannot delete", "error", e.msg, NULL); /* the next start retries */
     }
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "sl_log.h"
 #include "cri/image_jobs.h"
 
 /* Bytes of the failed imports quoted in a PullImage answer. */
@@ -164,7 +165,7 @@ void sl_cri_pull_image(sl_grpc_call *call, void *arg)
     if (e.errnum == ENOENT && rt->cfg->import_dir) {
         sl_error se;
         if (sl_imgq_scan(rt->imgq, rt->cfg->import_dir, ref, &se) < 0)
-            fprintf(stderr, "sluiced: import directory: %s\n", se.msg);
+            sl_log(SL_LOG_WARN, "import directory not read", "error", se.msg, NULL);
         if (sl_imgq_may_give(rt->imgq, ref, true)) {
             sl_imgq_retry(rt->imgq, pull_after_imports, call, arg);
             return;

@@ -40,10 +40,17 @@ int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawn
         return sl_error_set(e, ENOMEM, "pod monitor");
     op->done = done;
     op->arg = arg;
-    const char *argv[] = {
-        o->mon_path,   "--pod-id",   o->pod_id,   "--run-dir", o->run_dir,
-        "--state-dir", o->state_dir, "--runtime", o->runtime,  o->pid_ns ? "--pid-ns" : NULL,
-        o->pid_ns,     NULL};
+    const char *argv[16] = {o->mon_path,   "--pod-id",   o->pod_id,   "--run-dir", o->run_dir,
+                            "--state-dir", o->state_dir, "--runtime", o->runtime};
+    int n = 9;
+    if (o->pid_ns) {
+        argv[n++] = "--pid-ns";
+        argv[n++] = o->pid_ns;
+    }
+    if (o->cgroup && *o->cgroup) {
+        argv[n++] = "--cgroup";
+        argv[n++] = o->cgroup;
+    }
     sl_child_opts co = {.what = "the pod monitor's start",
                         .file = o->mon_path,
                         .argv = (char *const *)argv,

@@ -18,6 +18,7 @@ typedef struct sl_mon_spawn_opts {
     const char *mon_path; /* the sluice-mon executable */
     const char *pod_id, *run_dir, *state_dir, *runtime;
     const char *pid_ns; /* --pid-ns FILE, or NULL */
+    const char *cgroup; /* --cgroup PATH (monitor-cgroup), or NULL / "" */
     uint32_t timeout_ms;
 } sl_mon_spawn_opts;
 
@@ -26,7 +27,7 @@ typedef struct sl_mon_spawn_opts {
 typedef void (*sl_mon_spawned_fn)(void *arg, pid_t pid, const sl_error *e);
 
 /* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R
- * [--pid-ns FILE]`. Returns 0 and calls done once later, or -1 (*e) when
+ * [--pid-ns FILE] [--cgroup PATH]`. Returns 0 and calls done once later, or -1 (*e) when
  * it could not start. */
 int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawned_fn done,
                        void *arg, sl_error *e);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cri/ctr_mounts.h"
+#include "sl_log.h"
 #include "proc/child.h"
 
 bool sl_runtime_features_have_rro(const char *json_text)
@@ -40,7 +41,7 @@ static void probe_done(void *arg, const sl_child_result *r)
     p->env.rro = !r->error.msg[0] && r->exit_status == 0 && r->term_signal == 0 &&
                  sl_runtime_features_have_rro(r->output);
     if (r->error.msg[0])
-        fprintf(stderr, "sluiced: %s\n", r->error.msg);
+        sl_log(SL_LOG_WARN, "runtime features unknown", "error", r->error.msg, NULL);
     p->done = true;
     sl_waitq_run(&p->waiters);
 }
@@ -64,7 +65,7 @@ void sl_mount_probe_start(sl_mount_probe *p, uv_loop_t *loop, const char *runtim
                        .timeout_key = "SL_RUNTIME_FEATURES_TIMEOUT_MS"};
     sl_error e;
     if (sl_child_start(loop, &o, probe_done, p, NULL, &e) < 0) {
-        fprintf(stderr, "sluiced: %s\n", e.msg);
+        sl_log(SL_LOG_WARN, "runtime features unknown", "error", e.msg, NULL);
         p->done = true;
     }
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cri/pod_config.h"
+#include "sl_log.h"
 #include "fsutil.h"
 #include "pod/netns.h"
 
@@ -84,7 +85,7 @@ static void release_done(void *arg, int rc, const char *ip, const char *result, 
     sl_net_release *r = arg;
     sl_rt *rt = r->rt;
     if (rc < 0)
-        fprintf(stderr, "sluiced: pod %s: %s\n", r->pod_id, e->msg);
+        sl_log(SL_LOG_WARN, "CNI DEL failed", "pod", r->pod_id, "error", e->msg, NULL);
     sl_pod *p = sl_model_pod(&rt->model, r->pod_id);
     if (p)
         json_object_set_new(p->rec, "cni_result", json_string(""));
@@ -112,7 +113,7 @@ static bool start_del(sl_rt *rt, sl_pod *p, sl_net_release *r)
     int rc = sl_cni_del_start(rt->loop, &o, sl_rec_str(p->rec, "cni_result"), release_done, r, &e);
     free((void *)o.portmaps);
     if (rc < 0)
-        fprintf(stderr, "sluiced: pod %s: %s\n", p->id, e.msg);
+        sl_log(SL_LOG_WARN, "CNI DEL failed", "pod", p->id, "error", e.msg, NULL);
     return rc == 0;
 }
 

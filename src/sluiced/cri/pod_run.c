@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "sl_log.h"
 #include "cri/mon_spawn.h"
 #include "cri/pod_config.h"
 #include "cri/pod_net.h"
@@ -62,7 +63,8 @@ static void undo_net_done(void *arg, int rc, const char *ip, const char *result,
     (void)result;
     run_op *op = arg;
     if (rc < 0)
-        fprintf(stderr, "sluiced: pod %s: undoing its network: %s\n", op->id, e->msg);
+        sl_log(SL_LOG_WARN, "CNI DEL failed while undoing a pod's start", "pod", op->id, "error",
+               e->msg, NULL);
     undo_local(op);
 }
 
@@ -136,6 +138,7 @@ static void start_monitor(run_op *op)
                            .state_dir = rt->cfg->state_dir,
                            .runtime = rt->cfg->runtime_path,
                            .pid_ns = op->pid_ns,
+                           .cgroup = rt->cfg->monitor_cgroup,
                            .timeout_ms = rt->cfg->monitor_start_timeout_ms};
     if (sl_mon_spawn_start(rt->loop, &o, mon_started, op, &op->e) < 0)
         fail_op(op);

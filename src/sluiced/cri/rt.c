@@ -10,6 +10,7 @@
 
 #include "cri/image_jobs.h"
 #include "fsutil.h"
+#include "sl_log.h"
 
 /* The monitor sits next to sluiced when installed, or in its own folder
  * of the build tree. */
@@ -36,10 +37,30 @@ char *sl_rt_pod_run_dir(const sl_rt *rt, const char *pod_id)
     return sl_path_join(rt->pods_run_dir, pod_id);
 }
 
+/* A container's end and a lost monitor, at info and warn. */
+static void log_mon_event(const sl_pod *p, const json_t *event)
+{
+    const char *type = event ? json_string_value(json_object_get(event, "type")) : NULL;
+    if (!event && !((const sl_rt *)p->owner)->detached) {
+        /* A ready pod's monitor must not go; a stopped one's may be ending. */
+        sl_log(p->ready ? SL_LOG_WARN : SL_LOG_INFO, "pod monitor connection lost", "pod", p->id,
+               NULL);
+    } else if (type && !strcmp(type, "exited")) {
+        char code[24];
+        snprintf(code, sizeof(code), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(event, "exit_code")));
+        const char *reason = json_string_value(json_object_get(event, "reason"));
+        sl_log(SL_LOG_INFO, "container exited", "pod", p->id, "container",
+               json_string_value(json_object_get(event, "container_id")), "exit_code", code,
+               "reason", reason && *reason ? reason : NULL, NULL);
+    }
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
     sl_rt *rt = p->owner;
+    log_mon_event(p, event);
     if (!event) { /* the connection is gone; reconnect on next use */
         sl_monc *m = p->mon;
         p->mon = NULL;
@@ -92,13 +113,13 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     sl_imgq_collect(rt->imgq); /* what recovery left to delete */
     sl_error le;
     if (sl_model_load(&rt->model, cfg->state_dir, &le) < 0)
-        fprintf(stderr, "sluiced: some state could not be read: %s\n", le.msg);
+        sl_log(SL_LOG_ERROR, "some state could not be read", "error", le.msg, NULL);
     /* Monitors outlive sluiced: find them again. */
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         p->owner = rt;
         sl_error me;
         if (!sl_rt_pod_mon(rt, p, &me) && p->ready)
-            fprintf(stderr, "sluiced: %s\n", me.msg);
+            sl_log(SL_LOG_ERROR, "pod monitor not reachable", "pod", p->id, "error", me.msg, NULL);
     }
     sl_rt_stream_init(rt);
     sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
@@ -112,7 +133,7 @@ void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e),
     sl_imgq_set_fatal(rt->imgq, fatal, arg);
     if (cfg->import_dir && (sl_mkdir_p(cfg->import_dir, 0755, &e) < 0 ||
                             sl_imgq_scan(rt->imgq, cfg->import_dir, NULL, &e) < 0))
-        fprintf(stderr, "sluiced: import directory: %s\n", e.msg);
+        sl_log(SL_LOG_WARN, "import directory not read", "error", e.msg, NULL);
     if (cfg->import_file)
         sl_imgq_import(rt->imgq, cfg->import_file, true);
 }

@@ -18,6 +18,7 @@
 #include "pod/cni.h"
 #include "pod/netns.h"
 #include "pod/pidns.h"
+#include "sl_log.h"
 
 /* A host port needs a plugin that takes portMappings: refused up front
  * rather than accepted and left unmapped (containerd ignores it then). */

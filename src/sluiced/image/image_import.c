@@ -469,8 +469,16 @@ static int snapshot_layers(import_ctx *c)
     return 0;
 }
 
-sl_image_import *sl_image_import_begin(sl_image_store *s, const char *path, const char *extra_tag,
-                                       sl_error *e)
+/* Counts an import's outcome (the admin listener's metrics; atomic, as
+ * the metrics are read from any thread). */
+static int counted(sl_image_store *s, int rc)
+{
+    __atomic_add_fetch(rc < 0 ? &s->imports_failed : &s->imports_done, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static sl_image_import *begin(sl_image_store *s, const char *path, const char *extra_tag,
+                              sl_error *e)
 {
     import_ctx *c = calloc(1, sizeof(*c));
     if (c) {
@@ -498,6 +506,15 @@ sl_image_import *sl_image_import_begin(sl_image_store *s, const char *path, cons
         }
         c->has_extra = 1;
     }
+    return c;
+}
+
+sl_image_import *sl_image_import_begin(sl_image_store *s, const char *path, const char *extra_tag,
+                                       sl_error *e)
+{
+    sl_image_import *c = begin(s, path, extra_tag, e);
+    if (!c)
+        counted(s, -1);
     return c;
 }
 
@@ -544,6 +561,8 @@ int sl_image_import_commit(sl_image_import *c, char ***ids, sl_error *e)
     c->committed = rc == 0;
     if (rc < 0)
         discard_placed(c);
+    if (rc == 0 || !e || e->errnum != EAGAIN) /* EAGAIN: the caller runs it again */
+        counted(c->s, rc);
     return rc < 0 ? sl_error_wrap(e, "import %s", c->path) : 0;
 }
 

@@ -141,6 +141,8 @@ struct sl_image_store {
     atomic_int cancel; /* imports running anywhere stop (ECANCELED) */
     int defer_deletes; /* discarded directories wait in garbage */
     sl_strv garbage;   /* directories under tmp/ to delete */
+    /* tarball imports that ended well / failed (atomic: read by any thread) */
+    uint64_t imports_done, imports_failed;
 };
 
 /* Loads images.json (a missing file is an empty index). -1 (*e) when it

@@ -34,6 +34,12 @@ const sl_image_recovery *sl_image_store_recovery(const sl_image_store *s)
     return &s->rec;
 }
 
+void sl_image_store_import_counts(const sl_image_store *s, uint64_t *done, uint64_t *failed)
+{
+    *done = __atomic_load_n(&s->imports_done, __ATOMIC_RELAXED);
+    *failed = __atomic_load_n(&s->imports_failed, __ATOMIC_RELAXED);
+}
+
 void sl_image_store_close(sl_image_store *s)
 {
     if (!s)

@@ -200,6 +200,10 @@ int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *import
 int sl_image_store_import_dir_for(sl_image_store *s, const char *dir, const char *want,
                                   size_t *imported, size_t *skipped, sl_error *e);
 void sl_image_ids_free(char **ids);
+/* Tarball imports (sl_image_store_import, also through _import_dir) since
+ * the store was opened that ended well and that failed. Safe from any
+ * thread. */
+void sl_image_store_import_counts(const sl_image_store *s, uint64_t *done, uint64_t *failed);
 
 /* Finds an image by id ("sha256:<hex>" or the 64 hex), repo tag (any form
  * that normalises to one: "busybox" is docker.io/library/busybox:latest),
