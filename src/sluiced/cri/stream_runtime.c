@@ -200,15 +200,15 @@ static void attach_start(void *arg, sl_proc *proc, const sl_attach_request *r,
                          const sl_term_size *sz)
 {
     sl_rt *rt = arg;
-    (void)sz;
     sl_ctr *c;
     sl_monc *m = target(rt, proc, r->container_id, &c);
     if (!m)
         return;
     sl_stream_sess *s = sl_sess_new(rt, SL_SESS_ATTACH, c->pod_id, c->id);
-    json_t *req = json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b}", "type", "attach", "container_id",
-                            c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in,
-                            "stdout", r->out, "stderr", r->err);
+    json_t *req =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b, s:i, s:i}", "type", "attach", "container_id",
+                  c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in, "stdout", r->out,
+                  "stderr", r->err, "width", sz ? sz->width : 0, "height", sz ? sz->height : 0);
     send_start(rt, proc, s, m, req);
 }
 
