@@ -129,7 +129,11 @@ static void started_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         if (s->proc) {
-            end_proc(s, true, 0, err ? err : "failed");
+            char msg[SL_MON_MAX_MESSAGE / 16]; /* the client sees it in an InternalError */
+            snprintf(msg, sizeof(msg), "%s%s",
+                     s->kind == SL_SESS_EXEC ? "failed to exec in container: " : "",
+                     err ? err : "failed");
+            end_proc(s, true, 0, msg);
             return;
         }
         /* cancelled meanwhile: an exec that did start must not linger */
