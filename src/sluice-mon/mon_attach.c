@@ -240,7 +240,7 @@ void mon_attach(mon *m, mon_req *r, const json_t *msg)
 {
     mon_ctr *c = mon_ctr_find(m, sl_mon_str(msg, "container_id"));
     bool in, out, err, tty;
-    int64_t w, h;
+    int64_t w, h, backlog;
     if (sl_mon_bool(msg, "stdin", false, &in) || sl_mon_bool(msg, "stdout", false, &out) ||
         sl_mon_bool(msg, "stderr", false, &err) || sl_mon_bool(msg, "tty", c && c->tty, &tty)) {
         mon_reply_err(m, r, "stdin, stdout, stderr and tty must be booleans");
@@ -248,6 +248,12 @@ void mon_attach(mon *m, mon_req *r, const json_t *msg)
     }
     if (sl_mon_int(msg, "width", 0, 65535, 0, &w) || sl_mon_int(msg, "height", 0, 65535, 0, &h)) {
         mon_reply_err(m, r, "width and height must be 0..65535");
+        return;
+    }
+    if (sl_mon_int(msg, "backlog", SL_MON_ATTACH_BACKLOG_MIN, SL_MON_ATTACH_BACKLOG_MAX,
+                   SL_MON_ATTACH_BACKLOG, &backlog)) {
+        mon_reply_err(m, r, "backlog must be %u..%u bytes", SL_MON_ATTACH_BACKLOG_MIN,
+                      SL_MON_ATTACH_BACKLOG_MAX);
         return;
     }
     if (!c) {
@@ -279,6 +285,7 @@ void mon_attach(mon *m, mon_req *r, const json_t *msg)
     a->in_fd = pin[0];
     a->had_stdin = in;
     a->tty = tty;
+    a->backlog_max = (size_t)backlog;
     a->out_fd[0] = pout[1];
     a->out_fd[1] = perr[1];
     initial_size(c, (int)w, (int)h);

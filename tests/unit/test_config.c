@@ -41,6 +41,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.keepalive_interval_ms, 10000);
     assert_int_equal(c.keepalive_count, 3);
     assert_int_equal(c.tty_size_wait_ms, 100);
+    assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
     assert_int_equal(c.max_grpc_connections, 128);
     assert_string_equal(c.state_dir, "/var/lib/sluice");
     assert_string_equal(c.run_dir, "/run/sluice");
@@ -107,6 +108,8 @@ static void test_set_errors(void **state)
     expect_error(sl_config_set(&c, "keepalive-count", "128", &e), &e, "out of range (1..127)");
     expect_error(sl_config_set(&c, "keepalive-interval-ms", "0", &e), &e, "keepalive-interval-ms");
     expect_error(sl_config_set(&c, "tty-size-wait-ms", "60001", &e), &e, "out of range (0..60000)");
+    expect_error(sl_config_set(&c, "attach-backlog", "65535", &e), &e, "attach-backlog");
+    expect_error(sl_config_set(&c, "attach-backlog", "1073741825", &e), &e, "out of range");
     expect_error(sl_config_set(&c, "state-dir", "relative/dir", &e), &e, "state-dir");
     expect_error(sl_config_set(&c, "state-dir", "", &e), &e, "must not be empty");
     expect_error(sl_config_set(&c, "runtime-path", "", &e), &e, "runtime-path");

@@ -74,10 +74,13 @@ static void end_sess(sl_stream_sess *s, bool failed, int code, const char *msg)
  * its client's stdin ended and the client detached. */
 static void attach_ended(sl_stream_sess *s, const char *error)
 {
-    if (error && *error)
+    if (error && *error) {
+        fprintf(stderr, "sluiced: attach session %s to container %s ended: %s\n", s->id, s->ctr_id,
+                error);
         end_sess(s, true, 0, error);
-    else
-        end_sess(s, false, 0, NULL);
+        return;
+    }
+    end_sess(s, false, 0, NULL);
 }
 
 void sl_rt_stream_event(sl_rt *rt, sl_pod *pod, const json_t *ev)
@@ -210,9 +213,10 @@ static void attach_start(void *arg, sl_proc *proc, const sl_attach_request *r,
         return;
     sl_stream_sess *s = sl_sess_new(rt, SL_SESS_ATTACH, c->pod_id, c->id);
     json_t *req =
-        json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b, s:i, s:i}", "type", "attach", "container_id",
-                  c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in, "stdout", r->out,
-                  "stderr", r->err, "width", sz ? sz->width : 0, "height", sz ? sz->height : 0);
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b, s:i, s:i, s:I}", "type", "attach",
+                  "container_id", c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in,
+                  "stdout", r->out, "stderr", r->err, "width", sz ? sz->width : 0, "height",
+                  sz ? sz->height : 0, "backlog", (json_int_t)rt->cfg->attach_backlog);
     send_start(rt, proc, s, m, req);
 }
 
