@@ -78,6 +78,7 @@ typedef struct mon_io {
     char noise[SL_MON_ERR_TEXT]; /* tail of that output, for an error reply */
     size_t noise_len;
     sl_mon_log log;
+    uint64_t drop_mark[2]; /* log bytes, records dropped when the last failure began */
     sl_mon_fanout fo;
     uint64_t last_out_ms;    /* monotonic ms of the last output read */
     sl_mtimer *linger_timer; /* detaching attach sessions (mon_attach.c) */

@@ -35,10 +35,31 @@ char *sl_rt_pod_run_dir(const sl_rt *rt, const char *pod_id)
     return sl_path_join(rt->pods_run_dir, pod_id);
 }
 
+/* The monitor could not write a container's CRI log (a full disk), or can
+ * again: said in sluiced's log too, with the totals dropped so far. */
+static void log_dropped(const json_t *ev)
+{
+    const char *err = json_string_value(json_object_get(ev, "error"));
+    char state[160];
+    if (err)
+        snprintf(state, sizeof(state), "cannot be written (%s): dropping whole records", err);
+    else
+        snprintf(state, sizeof(state), "can be written again");
+    fprintf(stderr,
+            "sluiced: container %s: CRI log %s %s; %lld bytes (%lld records) dropped in all\n",
+            sl_mon_str(ev, "container_id"), sl_mon_str(ev, "path"), state,
+            (long long)json_integer_value(json_object_get(ev, "dropped_bytes")),
+            (long long)json_integer_value(json_object_get(ev, "dropped_records")));
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
     sl_rt *rt = p->owner;
+    if (event && !strcmp(sl_mon_str(event, "type"), "log_dropped")) {
+        log_dropped(event);
+        return;
+    }
     if (!event) { /* the connection is gone; reconnect on next use */
         sl_monc *m = p->mon;
         p->mon = NULL;
