@@ -302,7 +302,7 @@ static void test_short_write_across_chunks(void **state)
     assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
     signal(SIGXFSZ, SIG_IGN);
     const size_t lines = 20000, limit = 333333;
-    char *text = malloc(lines * 8);
+    char *text = malloc(lines * 8 + 1); /* snprintf's last NUL */
     for (size_t i = 0; i < lines; i++)
         snprintf(text + i * 8, 9, "l%06zu\n", i);
     sl_mon_log l;
