@@ -35,13 +35,15 @@ void mon_log(int level, const char *fmt, ...)
 
 typedef struct opts {
     const char *pod_id, *run_dir, *state_dir, *runtime;
+    const char *pid_ns; /* --pid-ns FILE: hold a pid namespace for the pod */
     bool foreground;
 } opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
-               "                  [--log-level error|warn|info|debug] [--foreground]\n");
+               "                  [--pid-ns FILE] [--log-level error|warn|info|debug]\n"
+               "                  [--foreground]\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -50,6 +52,7 @@ static int parse(int argc, char **argv, opts *o)
                                           {"run-dir", required_argument, NULL, 'r'},
                                           {"state-dir", required_argument, NULL, 's'},
                                           {"runtime", required_argument, NULL, 'R'},
+                                          {"pid-ns", required_argument, NULL, 'P'},
                                           {"log-level", required_argument, NULL, 'l'},
                                           {"foreground", no_argument, NULL, 'f'},
                                           {"help", no_argument, NULL, 'h'},
@@ -70,6 +73,9 @@ static int parse(int argc, char **argv, opts *o)
         case 'R':
             o->runtime = optarg;
             break;
+        case 'P':
+            o->pid_ns = optarg;
+            break;
         case 'f':
             o->foreground = true;
             break;
@@ -88,7 +94,8 @@ static int parse(int argc, char **argv, opts *o)
             return -1;
         }
     }
-    if (optind != argc || !o->pod_id || !o->run_dir || !o->state_dir || !o->runtime)
+    if (optind != argc || !o->pod_id || !o->run_dir || !o->state_dir || !o->runtime ||
+        (o->pid_ns && o->pid_ns[0] != '/'))
         return -1;
     return 0;
 }
@@ -164,13 +171,14 @@ static int detach_stdio(mon *m, bool foreground, sl_error *e)
     return 0;
 }
 
-static int start(mon *m, sl_error *e)
+static int start(mon *m, const opts *o, sl_error *e)
 {
     if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
         return sl_error_set(e, errno, "PR_SET_CHILD_SUBREAPER");
     if (!(m->loop = sl_mloop_new()))
         return sl_error_set(e, errno, "event loop");
-    if (mon_signals_start(m, e) < 0 || mon_server_start(m, e) < 0)
+    if (mon_signals_start(m, e) < 0 || mon_server_start(m, e) < 0 ||
+        (o->pid_ns && mon_pause_start(m, o->pid_ns, e) < 0))
         return -1;
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -194,6 +202,7 @@ static void finish(mon *m)
     mon_ctr_release_all(m);
     mon_jobs_release_all(m);
     mon_server_stop(m);
+    mon_pause_stop(m);
     if (m->pid_path)
         unlink(m->pid_path);
     mon_signals_stop(m);
@@ -221,12 +230,14 @@ static int wait_ready(int fd, pid_t child)
 
 int main(int argc, char **argv)
 {
+    if (argc == 1 && !strcmp(argv[0], MON_PAUSE_NAME))
+        return mon_pause_main();
     opts o = {0};
     if (parse(argc, argv, &o) < 0) {
         usage(stderr);
         return 2;
     }
-    mon m = {.listen_fd = -1, .sig_fd = -1, .devnull = -1};
+    mon m = {.listen_fd = -1, .sig_fd = -1, .devnull = -1, .pause_life = -1};
     sl_error e = {0};
     int ready[2] = {-1, -1};
     if (setup_paths(&m, &o, &e) < 0 || (!o.foreground && pipe2(ready, O_CLOEXEC) < 0)) {
@@ -247,7 +258,7 @@ int main(int argc, char **argv)
         close(ready[0]);
     }
     sl_raise_nofile();
-    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &e) < 0 ? -1 : 0;
+    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &o, &e) < 0 ? -1 : 0;
     const char *msg = rc < 0 ? e.msg : "ok";
     if (ready[1] >= 0) {
         if (write(ready[1], msg, strlen(msg)) < 0)

@@ -94,6 +94,7 @@ struct mon_ctr {
     pid_t pid;
     bool reaped, finalized, stopping, removing, deleting, killed, stdin_once_done;
     bool create_exited; /* runc create finished with create_status */
+    bool shared_pidns;  /* no pid namespace of its own: kill the rest at exit */
     int create_status;
     char *create_err;
     char *start_err;    /* runc could not create it: StartContainer fails with this */
@@ -162,6 +163,9 @@ struct mon {
     sl_mtimer *shutdown_timer;
     sl_mtimer *conn_reap_timer;
     int exit_status;
+    pid_t pause_pid;  /* --pid-ns: the holder of the pod's pid namespace, 0 */
+    int pause_life;   /* its lifeline (our write end), -1 */
+    char *pidns_file; /* where its namespace is pinned, NULL */
 };
 
 /* mon_server.c: control socket, requests, replies, events */
@@ -271,6 +275,26 @@ void mon_resize(mon *m, mon_req *r, const json_t *msg);
 void mon_exec_kill_all(mon *m, const char *ctr_id);
 /* Called by the reaper: true when pid was a detached exec's process. */
 bool mon_exec_reaped(mon *m, pid_t pid, int status);
+
+/* mon_pause.c: the pod's shared pid namespace (--pid-ns) */
+#define MON_PAUSE_NAME "sluice-pause" /* argv[0] and comm of the holder */
+#define MON_PAUSE_LIFELINE_FD 3       /* the holder's end of its lifeline */
+/* The holder's main (this executable run as MON_PAUSE_NAME). */
+int mon_pause_main(void);
+/* Starts the holder in a new pid namespace and bind-mounts that namespace
+ * on file. Returns 0 or -1 (*e); mon_pause_stop undoes either. */
+int mon_pause_start(mon *m, const char *file, sl_error *e);
+/* Kills and reaps the holder, unmounts and removes the file. */
+void mon_pause_stop(mon *m);
+/* Called by the reaper: true when pid was the holder. */
+bool mon_pause_reaped(mon *m, pid_t pid, int status);
+bool mon_pause_alive(const mon *m);
+
+/* mon_bundle.c: what a bundle's config.json says about its pid namespace */
+typedef enum { MON_PIDNS_OWN, MON_PIDNS_HOST, MON_PIDNS_JOIN } mon_pidns_kind;
+/* The kind, and for MON_PIDNS_JOIN the path (malloc'd into *path).
+ * Returns 0 or -1 (*e) when the file cannot be read or parsed. */
+int mon_bundle_pidns(const char *bundle, mon_pidns_kind *kind, char **path, sl_error *e);
 
 /* TIOCSWINSZ; 0 or -1. */
 int mon_set_winsize(int fd, int w, int h);

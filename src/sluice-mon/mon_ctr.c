@@ -262,6 +262,26 @@ static int create_setup(mon_ctr *c, const char *log_path, int child[3], sl_error
     return mon_io_start(c, e);
 }
 
+/* Whether the container has a pid namespace of its own (an unreadable
+ * config counts as shared, as in containerd's shim: runc will say more).
+ * Joining the pod's namespace after its holder ended cannot work. */
+static int check_pidns(mon *m, const char *bundle, bool *shared, char *why, size_t cap)
+{
+    mon_pidns_kind kind = MON_PIDNS_HOST;
+    SL_AUTOFREE char *path = NULL;
+    sl_error e;
+    if (mon_bundle_pidns(bundle, &kind, &path, &e) < 0)
+        mon_log(MON_WARN, "%s", e.msg);
+    *shared = kind != MON_PIDNS_OWN;
+    if (kind == MON_PIDNS_JOIN && path && m->pidns_file && !strcmp(path, m->pidns_file) &&
+        !mon_pause_alive(m)) {
+        snprintf(why, cap, "the pod's pid namespace is gone: its holder (%s) exited",
+                 MON_PAUSE_NAME);
+        return -1;
+    }
+    return 0;
+}
+
 static void close_child_ends(mon *m, int child[3])
 {
     for (int i = 0; i < 3; i++)
@@ -282,6 +302,12 @@ void mon_ctr_create(mon *m, mon_req *r, const json_t *msg)
         mon_reply_err(m, r, mon_ctr_find(m, id) ? "container exists" : "too many containers");
         return;
     }
+    bool shared_pidns;
+    char pid_why[256];
+    if (check_pidns(m, sl_mon_str(msg, "bundle"), &shared_pidns, pid_why, sizeof(pid_why)) < 0) {
+        mon_reply_err(m, r, "create %s: %s", id, pid_why);
+        return;
+    }
     mon_ctr *c = ctr_new(m, id, sl_mon_str(msg, "bundle"));
     if (!c || !c->bundle || !c->status_path) {
         mon_reply_err(m, r, "out of memory");
@@ -292,6 +318,7 @@ void mon_ctr_create(mon *m, mon_req *r, const json_t *msg)
     c->tty = tmpl.tty;
     c->stdin = tmpl.stdin;
     c->stdin_once = tmpl.stdin_once;
+    c->shared_pidns = shared_pidns;
     c->next = m->ctrs;
     m->ctrs = c;
     int child[3] = {-1, -1, -1};
@@ -439,8 +466,21 @@ static void try_finalize(mon_ctr *c)
     advance(c);
 }
 
+/* In a pid namespace it does not own, the end of a container's init ends
+ * nothing else: kill what is left in its cgroup, as containerd's shim
+ * does, so the container is over (and its output reaches EOF). */
+static void kill_rest(mon_ctr *c)
+{
+    const char *args[] = {"kill", "--all", c->id, "KILL", NULL};
+    sl_error e;
+    if (!mon_runc(c->m, args, NULL, NULL, NULL, &e))
+        mon_log(MON_WARN, "container %s: runc kill --all: %s", c->id, e.msg);
+}
+
 void mon_ctr_reaped(mon_ctr *c, int status)
 {
+    if (c->shared_pidns)
+        kill_rest(c);
     c->reaped = true;
     c->exit_code = mon_exit_code(status);
     c->finished_at = sl_real_ns();

@@ -35,7 +35,8 @@ bool mon_unclaimed_take(mon *m, pid_t pid, int *status)
 
 static void dispatch(mon *m, pid_t pid, int status)
 {
-    if (mon_jobs_reaped(m, pid, status) || mon_exec_reaped(m, pid, status))
+    if (mon_pause_reaped(m, pid, status) || mon_jobs_reaped(m, pid, status) ||
+        mon_exec_reaped(m, pid, status))
         return;
     for (mon_ctr *c = m->ctrs; c; c = c->next) {
         if (c->pid == pid && !c->reaped) {

@@ -73,8 +73,14 @@ static int start_grpc(sluiced *d, sl_error *e)
     gc.max_recv_message = d->cfg.max_recv_message;
     gc.max_streams = d->cfg.max_grpc_streams;
     gc.max_connections = d->cfg.max_grpc_connections;
+    gc.idle_timeout_ms = d->cfg.grpc_idle_timeout_ms;
+    gc.max_stream_backlog = d->cfg.max_grpc_stream_backlog;
     if (sl_grpc_server_new(d->loop, &gc, &d->grpc) < 0)
         return sl_error_set(e, ENOMEM, "gRPC server");
+    if (sl_grpc_server_max_connections(d->grpc) < gc.max_connections)
+        fprintf(stderr,
+                "sluiced: max-grpc-connections %u lowered to %u (half the open-file limit)\n",
+                gc.max_connections, sl_grpc_server_max_connections(d->grpc));
     char *dir = strdup(d->cfg.socket_path);
     if (!dir)
         return sl_error_set(e, ENOMEM, "gRPC server");

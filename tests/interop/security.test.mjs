@@ -392,6 +392,10 @@ skippable('container security context: sluiced against containerd', skipReason()
     test('image USER app (containerd 1.6 merges root\'s groups instead: fixed in containerd 2.0)', async () => {
       const { sl } = await both('user-image', { image: APP_IMAGE }, null);
       assert.equal(sl.v.id, 'uid=1000(app) gid=1000(app) groups=50(staff),63(audio),1000(app)');
+      // ImageStatus reports the USER: a name as username, no uid (critest checks both forms)
+      const st = (await ctx.sd.img.ImageStatus({ image: { image: APP_IMAGE } })).image;
+      assert.equal(st.username, 'app');
+      assert.equal(st.uid, null);
       if (ctx.cdSkip) return;
       const cd = await ctx.cd.run('user-image', { image: APP_IMAGE });
       assert.equal(cd.v.id, 'uid=1000(app) gid=1000(app) groups=10(wheel),1000(app)');

@@ -42,7 +42,10 @@ static void test_defaults(void **state)
     assert_int_equal(c.keepalive_count, 3);
     assert_int_equal(c.tty_size_wait_ms, 100);
     assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
-    assert_int_equal(c.max_grpc_connections, 128);
+    assert_int_equal(c.max_grpc_connections, 4096);
+    assert_int_equal(c.grpc_idle_timeout_ms, 300000);
+    assert_int_equal(c.max_grpc_stream_backlog, 1024 * 1024);
+    assert_int_equal(c.max_event_subscribers, 32);
     assert_string_equal(c.state_dir, "/var/lib/sluice");
     assert_string_equal(c.run_dir, "/run/sluice");
     assert_string_equal(c.cni_conf_dir, "/etc/cni/net.d");
@@ -312,6 +315,11 @@ static void test_usage_lists_every_key(void **state)
         "--idle-timeout-ms MS",
         "14400000",
         "--max-grpc-connections",
+        "4096",
+        "--grpc-idle-timeout-ms MS",
+        "300000",
+        "--max-grpc-stream-backlog BYTES",
+        "--max-event-subscribers N",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         if (!strstr(text, want[i]))

@@ -23,7 +23,8 @@ static size_t ld(uint8_t *out, uint8_t tag, const uint8_t *b, size_t n)
 static Runtime__V1__ContainerConfig *config_with(const uint8_t *extra, size_t nextra)
 {
     uint8_t sc[32] = {0x10, 0x01}; /* privileged (field 2) = true */
-    memcpy(sc + 2, extra, nextra);
+    if (nextra)
+        memcpy(sc + 2, extra, nextra);
     uint8_t lin[40], cfg[48];
     size_t nl = ld(lin, 0x12, sc, 2 + nextra); /* LinuxContainerConfig.security_context */
     size_t nc = ld(cfg, 0x7a, lin, nl);        /* ContainerConfig.linux (15) */

@@ -19,174 +19,10 @@
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_conn.h"
 #include "grpc/grpc_frame.h"
+#include "grpc_fx.h"
 #include "sluice/error.h"
 
-#define MAX_STREAMS 128
-#define MAX_PENDING 128
 #define BIG_RESPONSE (1024 * 1024)
-
-/* ---- client side ------------------------------------------------------- */
-
-typedef struct cstream {
-    int32_t id;
-    /* request body */
-    const uint8_t *body;
-    size_t len, off, chunk;
-    uint8_t req[64]; /* the body of submit_version */
-    bool end;
-    /* response */
-    int http;
-    int header_blocks;
-    bool trailers_only;
-    int grpc_status; /* -1: none */
-    char grpc_message[512];
-    uint8_t *data;
-    size_t dlen;
-    bool closed;
-    uint32_t close_code;
-    bool got_rst;
-    uint32_t rst_code;
-} cstream;
-
-typedef struct fixture {
-    nghttp2_session *cli;
-    cstream s[MAX_STREAMS];
-    int ns;
-    int ping_acks;
-    uint32_t server_max_streams;
-    /* server side */
-    sl_grpc_config cfg;
-    sl_grpc_conn_io io;
-    sl_grpc_conn *conn;
-    uint64_t now;
-    int wakes;
-    size_t split; /* bytes per server recv call, 0 = all */
-    /* calls held by the "Later" handler */
-    sl_grpc_call *pending[MAX_PENDING];
-    int npending;
-    int cancels;
-    int handler_runs;
-} fixture;
-
-static cstream *find_stream(fixture *f, int32_t id)
-{
-    for (int i = 0; i < f->ns; i++)
-        if (f->s[i].id == id)
-            return &f->s[i];
-    return NULL;
-}
-
-static int c_on_header(nghttp2_session *h2, const nghttp2_frame *fr, const uint8_t *name,
-                       size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *user)
-{
-    (void)h2, (void)nlen, (void)flags;
-    cstream *s = find_stream(user, fr->hd.stream_id);
-    if (!s)
-        return 0;
-    if (strcmp((const char *)name, ":status") == 0)
-        s->http = atoi((const char *)value);
-    else if (strcmp((const char *)name, "grpc-status") == 0)
-        s->grpc_status = atoi((const char *)value);
-    else if (strcmp((const char *)name, "grpc-message") == 0)
-        sl_grpc_percent_decode((const char *)value, vlen < 500 ? vlen : 500, s->grpc_message);
-    return 0;
-}
-
-static int c_on_frame_recv(nghttp2_session *h2, const nghttp2_frame *fr, void *user)
-{
-    (void)h2;
-    fixture *f = user;
-    if (fr->hd.type == NGHTTP2_PING && (fr->hd.flags & NGHTTP2_FLAG_ACK))
-        f->ping_acks++;
-    if (fr->hd.type == NGHTTP2_SETTINGS && !(fr->hd.flags & NGHTTP2_FLAG_ACK))
-        for (size_t i = 0; i < fr->settings.niv; i++)
-            if (fr->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
-                f->server_max_streams = fr->settings.iv[i].value;
-    cstream *s = find_stream(f, fr->hd.stream_id);
-    if (!s)
-        return 0;
-    if (fr->hd.type == NGHTTP2_HEADERS) {
-        s->header_blocks++;
-        if (s->header_blocks == 1 && (fr->hd.flags & NGHTTP2_FLAG_END_STREAM))
-            s->trailers_only = true;
-    }
-    if (fr->hd.type == NGHTTP2_RST_STREAM) {
-        s->got_rst = true;
-        s->rst_code = fr->rst_stream.error_code;
-    }
-    return 0;
-}
-
-static int c_on_data(nghttp2_session *h2, uint8_t flags, int32_t id, const uint8_t *data,
-                     size_t len, void *user)
-{
-    (void)h2, (void)flags;
-    cstream *s = find_stream(user, id);
-    if (!s)
-        return 0;
-    s->data = realloc(s->data, s->dlen + len);
-    assert_non_null(s->data);
-    memcpy(s->data + s->dlen, data, len);
-    s->dlen += len;
-    return 0;
-}
-
-static int c_on_close(nghttp2_session *h2, int32_t id, uint32_t code, void *user)
-{
-    (void)h2;
-    cstream *s = find_stream(user, id);
-    if (s) {
-        s->closed = true;
-        s->close_code = code;
-    }
-    return 0;
-}
-
-static ssize_t c_read(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
-                      nghttp2_data_source *src, void *user)
-{
-    (void)h2, (void)id, (void)user;
-    cstream *s = src->ptr;
-    size_t n = s->len - s->off;
-    if (n > length)
-        n = length;
-    if (s->chunk && n > s->chunk)
-        n = s->chunk;
-    if (n)
-        memcpy(buf, s->body + s->off, n);
-    s->off += n;
-    if (s->off == s->len) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        if (!s->end)
-            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    }
-    return (ssize_t)n;
-}
-
-static void client_new(fixture *f)
-{
-    nghttp2_session_callbacks *cb;
-    assert_int_equal(nghttp2_session_callbacks_new(&cb), 0);
-    nghttp2_session_callbacks_set_on_header_callback(cb, c_on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, c_on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, c_on_data);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, c_on_close);
-    assert_int_equal(nghttp2_session_client_new(&f->cli, cb, f), 0);
-    nghttp2_session_callbacks_del(cb);
-    assert_int_equal(nghttp2_submit_settings(f->cli, NGHTTP2_FLAG_NONE, NULL, 0), 0);
-}
-
-/* ---- server side ------------------------------------------------------- */
-
-static uint64_t fx_now(void *data)
-{
-    return ((fixture *)data)->now;
-}
-
-static void fx_wake(void *data)
-{
-    ((fixture *)data)->wakes++;
-}
 
 /* Echo: VersionRequest.version back as VersionResponse.version. */
 static void h_echo(sl_grpc_call *call, void *arg)
@@ -215,198 +51,33 @@ static void h_big(sl_grpc_call *call, void *arg)
     free(out);
 }
 
-static void on_cancel(sl_grpc_call *call, void *arg)
-{
-    (void)call;
-    ((fixture *)arg)->cancels++;
-}
-
-/* Later: keeps the call; the test answers it. */
-static void h_later(sl_grpc_call *call, void *arg)
-{
-    fixture *f = arg;
-    f->handler_runs++;
-    assert_true(f->npending < MAX_PENDING);
-    f->pending[f->npending++] = call;
-    sl_grpc_call_on_cancel(call, on_cancel, f);
-}
-
 static void h_fail(sl_grpc_call *call, void *arg)
 {
     (void)arg;
     sl_grpc_call_fail(call, SL_GRPC_NOT_FOUND, "container \"%s\" 100%% gone\n", "c\xc3\xa9");
 }
 
+#define METHOD(p, h)                                                                               \
+    {                                                                                              \
+        .path = p, .request = &runtime__v1__version_request__descriptor, .handler = h              \
+    }
+
 static const sl_grpc_method test_methods[] = {
-    {"/test.Svc/Echo", &runtime__v1__version_request__descriptor, h_echo},
-    {"/test.Svc/Big", &runtime__v1__version_request__descriptor, h_big},
-    {"/test.Svc/Later", &runtime__v1__version_request__descriptor, h_later},
-    {"/test.Svc/Fail", &runtime__v1__version_request__descriptor, h_fail},
-    {"/test.Svc/Unimpl", &runtime__v1__version_request__descriptor, NULL},
-    {"/test.Svc/NoType", NULL, NULL},
+    METHOD("/test.Svc/Echo", h_echo),       METHOD("/test.Svc/Big", h_big),
+    METHOD("/test.Svc/Later", gfx_h_later), METHOD("/test.Svc/Fail", h_fail),
+    METHOD("/test.Svc/Unimpl", NULL),       {.path = "/test.Svc/NoType"},
 };
 
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    sl_grpc_config_init(&f->cfg);
-    f->cfg.methods = test_methods;
-    f->cfg.nmethods = sizeof(test_methods) / sizeof(test_methods[0]);
-    f->cfg.arg = f;
-    f->cfg.max_recv_message = 4096;
-    f->io = (sl_grpc_conn_io){.now = fx_now, .wake = fx_wake, .data = f};
-    f->now = 1000;
-    assert_int_equal(sl_grpc_conn_new(&f->cfg, &f->io, &f->conn), SL_OK);
-    client_new(f);
-    *state = f;
+    *state = gfx_new(test_methods, sizeof(test_methods) / sizeof(test_methods[0]), false);
     return 0;
 }
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
-    sl_grpc_conn_free(f->conn);
-    /* Calls the handler still held were cancelled; answering frees them. */
-    for (int i = 0; i < f->npending; i++)
-        if (f->pending[i])
-            sl_grpc_call_fail(f->pending[i], SL_GRPC_CANCELLED, "test over");
-    nghttp2_session_del(f->cli);
-    for (int i = 0; i < f->ns; i++)
-        free(f->s[i].data);
-    free(f);
+    gfx_free(*state);
     return 0;
-}
-
-/* Client output to the server (in f->split pieces); returns bytes moved. */
-static size_t client_to_server(fixture *f)
-{
-    size_t moved = 0;
-    const uint8_t *p;
-    ssize_t n;
-    while ((n = nghttp2_session_mem_send(f->cli, &p)) > 0) {
-        size_t step = f->split ? f->split : (size_t)n;
-        for (size_t off = 0; off < (size_t)n; off += step) {
-            size_t k = (size_t)n - off < step ? (size_t)n - off : step;
-            assert_int_equal(sl_grpc_conn_recv(f->conn, p + off, k), SL_OK);
-        }
-        moved += (size_t)n;
-    }
-    assert_true(n == 0);
-    return moved;
-}
-
-static size_t server_to_client(fixture *f)
-{
-    sl_bufq out;
-    sl_bufq_init(&out);
-    assert_int_equal(sl_grpc_conn_send(f->conn, &out, SIZE_MAX), SL_OK);
-    size_t moved = sl_bufq_len(&out);
-    while (sl_bufq_len(&out)) {
-        struct iovec iov[1];
-        sl_bufq_peek(&out, iov, 1);
-        ssize_t r = nghttp2_session_mem_recv(f->cli, iov[0].iov_base, iov[0].iov_len);
-        assert_int_equal(r, (ssize_t)iov[0].iov_len);
-        sl_bufq_consume(&out, iov[0].iov_len);
-    }
-    sl_bufq_fini(&out);
-    return moved;
-}
-
-static void pump(fixture *f)
-{
-    for (int i = 0; i < 100000; i++)
-        if (client_to_server(f) + server_to_client(f) == 0)
-            return;
-    fail_msg("no quiescence");
-}
-
-/* ---- requests ------------------------------------------------------------ */
-
-static size_t lpm(uint8_t *out, const ProtobufCMessage *m)
-{
-    size_t n = protobuf_c_message_pack(m, out + SL_GRPC_PREFIX_LEN);
-    sl_grpc_frame_prefix(out, (uint32_t)n);
-    return SL_GRPC_PREFIX_LEN + n;
-}
-
-static size_t version_req(uint8_t *out, const char *v)
-{
-    Runtime__V1__VersionRequest r = RUNTIME__V1__VERSION_REQUEST__INIT;
-    r.version = (char *)v;
-    return lpm(out, &r.base);
-}
-
-typedef struct req_opts {
-    const char *method;       /* default POST */
-    const char *content_type; /* default application/grpc */
-    const char *timeout;      /* grpc-timeout or NULL */
-    size_t chunk;             /* DATA frame size, 0 = as large as allowed */
-    bool open;                /* do not end the stream */
-} req_opts;
-
-static cstream *submit(fixture *f, const char *path, const uint8_t *body, size_t len,
-                       const req_opts *o)
-{
-    static const req_opts none;
-    if (!o)
-        o = &none;
-    const char *method = o->method ? o->method : "POST";
-    const char *ct = o->content_type ? o->content_type : "application/grpc";
-#define HDR(n, v) {(uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE}
-    nghttp2_nv nva[] = {
-        HDR(":method", method),
-        HDR(":scheme", "http"),
-        HDR(":path", path),
-        HDR(":authority", "localhost"),
-        HDR("content-type", ct),
-        HDR("te", "trailers"),
-        HDR("grpc-timeout", o->timeout ? o->timeout : ""),
-    };
-    assert_true(f->ns < MAX_STREAMS);
-    cstream *s = &f->s[f->ns++];
-    memset(s, 0, sizeof(*s));
-    s->grpc_status = -1;
-    s->body = body;
-    s->len = len;
-    s->chunk = o->chunk;
-    s->end = !o->open;
-    nghttp2_data_provider prd = {.source.ptr = s, .read_callback = c_read};
-    s->id = nghttp2_submit_request(f->cli, NULL, nva, o->timeout ? 7 : 6, &prd, NULL);
-    assert_true(s->id > 0);
-    return s;
-}
-
-/* A VersionRequest{version: v} to path, its bytes kept in the stream. */
-static cstream *submit_version(fixture *f, const char *path, const char *v, const req_opts *o)
-{
-    uint8_t body[sizeof(((cstream *)0)->req)];
-    size_t n = version_req(body, v);
-    assert_true(n <= sizeof(body));
-    cstream *s = submit(f, path, body, n, o);
-    memcpy(s->req, body, n);
-    s->body = s->req; /* read from the next pump on */
-    return s;
-}
-
-static void expect_status(const cstream *s, int code, const char *msg_part)
-{
-    assert_true(s->closed);
-    assert_int_equal(s->grpc_status, code);
-    if (msg_part && !strstr(s->grpc_message, msg_part))
-        fail_msg("grpc-message \"%s\" lacks \"%s\"", s->grpc_message, msg_part);
-}
-
-/* Decodes the single response message of s as type d. */
-static ProtobufCMessage *response(const cstream *s, const ProtobufCMessageDescriptor *d)
-{
-    assert_true(s->dlen >= SL_GRPC_PREFIX_LEN);
-    assert_int_equal(s->data[0], 0);
-    uint32_t n = (uint32_t)s->data[1] << 24 | (uint32_t)s->data[2] << 16 |
-                 (uint32_t)s->data[3] << 8 | s->data[4];
-    assert_int_equal(s->dlen, SL_GRPC_PREFIX_LEN + n);
-    ProtobufCMessage *m = protobuf_c_message_unpack(d, NULL, n, s->data + SL_GRPC_PREFIX_LEN);
-    assert_non_null(m);
-    return m;
 }
 
 static void expect_echo(const cstream *s, const char *v)
@@ -532,8 +203,7 @@ static void test_concurrent_calls(void **state)
 static void test_two_connections(void **state)
 {
     fixture *f = *state;
-    fixture *g;
-    setup((void **)&g);
+    fixture *g = gfx_new(test_methods, sizeof(test_methods) / sizeof(test_methods[0]), false);
     cstream *s1 = submit_version(f, "/test.Svc/Later", "one", NULL);
     cstream *s2 = submit_version(g, "/test.Svc/Echo", "two", NULL);
     pump(f);
@@ -546,7 +216,7 @@ static void test_two_connections(void **state)
     f->pending[0] = NULL;
     pump(f);
     expect_echo(s1, "one");
-    teardown((void **)&g);
+    gfx_free(g);
 }
 
 static void test_unknown_method(void **state)

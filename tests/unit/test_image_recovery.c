@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,63 @@ static void test_import_dir(void **state)
     assert_int_equal(sl_image_store_import_dir(f->s, "/nonexistent-dir", NULL, NULL, &e), -1);
 }
 
+/* Drops the tags of every source record, as versions before them wrote. */
+static void forget_source_tags(fx *f)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/images.json", f->root);
+    json_t *doc = json_load_file(path, 0, NULL);
+    size_t i;
+    json_t *src;
+    assert_non_null(doc);
+    json_array_foreach(json_object_get(doc, "sources"), i, src) json_object_del(src, "tags");
+    assert_int_equal(json_dump_file(doc, path, JSON_COMPACT), 0);
+    json_decref(doc);
+    reopen(f);
+}
+
+/* An unchanged tarball is imported again for a pull of a tag it gave that
+ * was removed (the image kept by its other tag), and only then. */
+static void test_import_dir_restores_a_removed_tag(void **state)
+{
+    fx *f = *state;
+    built b;
+    opts o = {.name = "localhost/t:1", .alias = "localhost/t:2"};
+    char dir[128];
+    snprintf(dir, sizeof(dir), "%s/images", f->work);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    write_oci(wpath(f, "images/t.tar"), &o, &b);
+    size_t imported = 9, skipped = 9;
+    sl_error e = {0};
+    assert_int_equal(sl_image_store_import_dir(f->s, dir, &imported, &skipped, &e), 0);
+    assert_string_equal(find_ok(f, "localhost/t:2")->id, b.id);
+    assert_int_equal(sl_image_store_remove(f->s, "localhost/t:2", &e), 0);
+    assert_string_equal(find_ok(f, "localhost/t:1")->id, b.id); /* untagged only */
+    assert_absent(f, "localhost/t:2");
+    /* a removal stays without a pull of it, and pulls of other tags skip */
+    assert_int_equal(sl_image_store_import_dir(f->s, dir, &imported, &skipped, &e), 0);
+    assert_int_equal(skipped, 1);
+    assert_int_equal(
+        sl_image_store_import_dir_for(f->s, dir, "localhost/t:1", &imported, &skipped, &e), 0);
+    assert_int_equal(skipped, 1);
+    assert_int_equal(
+        sl_image_store_import_dir_for(f->s, dir, "localhost/t:9", &imported, &skipped, &e), 0);
+    assert_int_equal(skipped, 1);
+    assert_absent(f, "localhost/t:2");
+    reopen(f); /* the tags of the source record survive a restart */
+    assert_int_equal(
+        sl_image_store_import_dir_for(f->s, dir, "localhost/t:2", &imported, &skipped, &e), 0);
+    assert_int_equal(imported, 1);
+    assert_string_equal(find_ok(f, "localhost/t:2")->id, b.id);
+    /* a record without tags (older versions) is imported again once */
+    assert_int_equal(sl_image_store_remove(f->s, "localhost/t:2", &e), 0);
+    forget_source_tags(f);
+    assert_int_equal(
+        sl_image_store_import_dir_for(f->s, dir, "localhost/t:2", &imported, &skipped, &e), 0);
+    assert_int_equal(imported, 1);
+    find_ok(f, "localhost/t:2");
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
@@ -142,6 +200,7 @@ int main(void)
         T(test_recovery),
         T(test_open_errors),
         T(test_import_dir),
+        T(test_import_dir_restores_a_removed_tag),
     };
     if (image_tests_skipped())
         return 0;

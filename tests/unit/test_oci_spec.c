@@ -33,7 +33,7 @@ static json_t *build(sl_oci_input *in)
 static void fields(void **state)
 {
     (void)state;
-    sl_oci_mount m = {"/data", "/srv/data", true, 1};
+    sl_oci_mount m = {"/data", "/srv/data", true, 1, false};
     sl_oci_input in = {.rootfs = "/r",
                        .args = args,
                        .nargs = 3,
@@ -83,6 +83,66 @@ static void host_namespaces_are_not_joined(void **state)
     json_t *ns = json_object_get(json_object_get(j, "linux"), "namespaces");
     assert_int_equal(json_array_size(ns), 2); /* pid and mount only */
     assert_null(json_object_get(j, "hostname"));
+    json_decref(j);
+}
+
+static const char *mount_opt(json_t *m, size_t i)
+{
+    return json_string_value(json_array_get(json_object_get(m, "options"), i));
+}
+
+static json_t *mount_at(json_t *mounts, const char *dest)
+{
+    size_t i;
+    json_t *m, *found = NULL;
+    json_array_foreach(mounts, i,
+                       m) if (!strcmp(json_string_value(json_object_get(m, "destination")), dest))
+        found = m;
+    return found;
+}
+
+/* A container mount replaces the standard one at its destination; /dev
+ * replaces everything under it too. rro and rshared as asked. */
+static void container_mounts_replace_standard_ones(void **state)
+{
+    (void)state;
+    sl_oci_mount m[] = {{"/dev/shm/", "/srv/shm", false, 0, false},
+                        {"/ro", "/srv/ro", true, 0, true},
+                        {"/both", "/srv/both", false, 2, false}};
+    sl_oci_input in = {.rootfs = "/r",
+                       .args = args,
+                       .nargs = 1,
+                       .mounts = m,
+                       .nmounts = 3,
+                       .rootfs_propagation = "rshared",
+                       .pidns = "/run/p/pid"};
+    json_t *j = build(&in);
+    json_t *mounts = json_object_get(j, "mounts");
+    json_t *shm = mount_at(mounts, "/dev/shm/");
+    assert_non_null(shm);
+    assert_null(mount_at(mounts, "/dev/shm"));
+    assert_string_equal(json_string_value(json_object_get(shm, "source")), "/srv/shm");
+    assert_non_null(mount_at(mounts, "/dev/pts")); /* the others stay */
+    json_t *ro = mount_at(mounts, "/ro");
+    assert_string_equal(mount_opt(ro, 2), "ro");
+    assert_string_equal(mount_opt(ro, 3), "rro");
+    assert_string_equal(mount_opt(mount_at(mounts, "/both"), 1), "rshared");
+    json_t *l = json_object_get(j, "linux");
+    assert_string_equal(json_string_value(json_object_get(l, "rootfsPropagation")), "rshared");
+    json_t *pid = json_array_get(json_object_get(l, "namespaces"), 0);
+    assert_string_equal(json_string_value(json_object_get(pid, "type")), "pid");
+    assert_string_equal(json_string_value(json_object_get(pid, "path")), "/run/p/pid");
+    json_decref(j);
+    sl_oci_mount dev[] = {{"/dev", "/srv/dev", false, 0, false}};
+    sl_oci_input in2 = {
+        .rootfs = "/r", .args = args, .nargs = 1, .mounts = dev, .nmounts = 1, .host_pid = true};
+    j = build(&in2);
+    mounts = json_object_get(j, "mounts");
+    assert_null(mount_at(mounts, "/dev/pts"));
+    assert_null(mount_at(mounts, "/dev/mqueue"));
+    assert_non_null(mount_at(mounts, "/proc"));
+    json_t *ns = json_object_get(json_object_get(j, "linux"), "namespaces");
+    assert_int_equal(json_array_size(ns), 1); /* mount only: the host's pid namespace */
     json_decref(j);
 }
 
@@ -239,6 +299,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fields),
         cmocka_unit_test(host_namespaces_are_not_joined),
+        cmocka_unit_test(container_mounts_replace_standard_ones),
         cmocka_unit_test(refuses_empty_command),
         cmocka_unit_test(security_defaults),
         cmocka_unit_test(security_applied),

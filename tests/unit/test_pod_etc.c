@@ -278,8 +278,8 @@ static void mounts_skip_what_the_config_mounts(void **state)
     sl_error e;
     assert_int_equal(sl_pod_etc_write(&in, &e), 0);
     sl_oci_mount m[2 + SL_POD_ETC_FILES] = {
-        {"/data", "/srv/data", false, 0},
-        {"//etc//hosts/", "/var/lib/kubelet/pods/x/etc-hosts", false, 0},
+        {"/data", "/srv/data", false, 0, false},
+        {"//etc//hosts/", "/var/lib/kubelet/pods/x/etc-hosts", false, 0, false},
     };
     size_t n = 2;
     char *keep[SL_POD_ETC_FILES];

@@ -79,7 +79,14 @@ static const key keys[] = {
     {"max-grpc-streams", K_U32, F(max_grpc_streams), 1, I32MAX, "N",
      "concurrent gRPC calls per connection"},
     {"max-grpc-connections", K_U32, F(max_grpc_connections), 1, U32MAX, "N",
-     "concurrent gRPC connections"},
+     "open gRPC connections (at most half the open-file limit); at the limit the "
+     "longest-idle one makes room"},
+    {"grpc-idle-timeout-ms", K_U64, F(grpc_idle_timeout_ms), 0, UINT64_MAX, "MS",
+     "a gRPC connection without calls or traffic this long is closed; 0 = never"},
+    {"max-grpc-stream-backlog", K_U32, F(max_grpc_stream_backlog), 65536, I32MAX, "BYTES",
+     "response bytes waiting for a streaming client (else RESOURCE_EXHAUSTED)"},
+    {"max-event-subscribers", K_U32, F(max_event_subscribers), 1, 65536, "N",
+     "concurrent GetContainerEvents streams"},
     {"state-dir", K_ABSPATH, F(state_dir), 0, 0, "DIR", "images, pods and containers on disk"},
     {"run-dir", K_ABSPATH, F(run_dir), 0, 0, "DIR", "per-pod runtime files (namespaces, monitor)"},
     {"image-dir", K_ABSPATH, F(image_dir), 0, 0, "DIR", "image store"},
@@ -124,6 +131,9 @@ void sl_config_init(sl_config *c)
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
+    c->grpc_idle_timeout_ms = SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS;
+    c->max_grpc_stream_backlog = SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG;
+    c->max_event_subscribers = SLUICED_DEFAULT_MAX_EVENT_SUBSCRIBERS;
     c->state_dir = SLUICED_DEFAULT_STATE_DIR;
     c->run_dir = SLUICED_DEFAULT_RUN_DIR;
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;

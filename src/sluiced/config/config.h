@@ -25,6 +25,8 @@
 #define SLUICED_DEFAULT_STATS_CPU_WINDOW_MS 1000
 /* File mode of the CRI socket. */
 #define SLUICED_SOCKET_MODE 0660
+/* GetContainerEvents streams open at once; more are RESOURCE_EXHAUSTED. */
+#define SLUICED_DEFAULT_MAX_EVENT_SUBSCRIBERS 32u
 /* Largest config file read. */
 #define SL_CONFIG_MAX_FILE (1024 * 1024)
 
@@ -53,6 +55,9 @@ typedef struct sl_config {
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;
     uint32_t max_grpc_connections;
+    uint64_t grpc_idle_timeout_ms;    /* 0: never */
+    uint32_t max_grpc_stream_backlog; /* bytes waiting per server stream */
+    uint32_t max_event_subscribers;
     /* directories and programs */
     const char *state_dir;
     const char *run_dir;

@@ -6,6 +6,8 @@
 #include <sys/resource.h>
 
 #include "container/oci_security.h"
+#include "container/oci_devices.h"
+#include "container/oci_mounts.h"
 
 static json_t *str_array(const char *const *v, size_t n)
 {
@@ -64,22 +66,9 @@ static json_t *std_mounts(void)
                      "options", "nosuid", "noexec", "nodev", "relatime", "ro");
 }
 
-static const char *propagation(int p)
-{
-    return p == 2 ? "rshared" : p == 1 ? "rslave" : "rprivate";
-}
-
 static json_t *mounts(const sl_oci_input *in)
 {
-    json_t *m = std_mounts();
-    for (size_t i = 0; m && i < in->nmounts; i++) {
-        const sl_oci_mount *u = &in->mounts[i];
-        json_array_append_new(m, json_pack("{s:s, s:s, s:s, s:[s, s, s]}", "destination",
-                                           u->container_path, "type", "bind", "source",
-                                           u->host_path, "options", "rbind",
-                                           propagation(u->propagation), u->readonly ? "ro" : "rw"));
-    }
-    return m;
+    return sl_oci_mounts_json(std_mounts(), in->mounts, in->nmounts);
 }
 
 static void add_ns(json_t *a, const char *type, const char *path)
@@ -93,7 +82,8 @@ static void add_ns(json_t *a, const char *type, const char *path)
 static json_t *linux_section(const sl_oci_input *in)
 {
     json_t *ns = json_array();
-    add_ns(ns, "pid", NULL); /* a PID namespace of its own */
+    if (!in->host_pid)
+        add_ns(ns, "pid", in->pidns);
     add_ns(ns, "mount", NULL);
     if (in->netns)
         add_ns(ns, "network", in->netns);
@@ -107,6 +97,9 @@ static json_t *linux_section(const sl_oci_input *in)
         json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
     if (in->resources)
         json_object_update(json_object_get(l, "resources"), (json_t *)in->resources);
+    if (in->rootfs_propagation)
+        json_object_set_new(l, "rootfsPropagation", json_string(in->rootfs_propagation));
+    sl_oci_devices_json(l, in->devices, in->ndevices);
     return l;
 }
 

@@ -20,6 +20,7 @@ typedef struct sl_oci_mount {
     const char *host_path;
     bool readonly;
     int propagation; /* CRI MountPropagation: 0 private, 1 rslave, 2 rshared */
+    bool rro;        /* recursive read-only ("rro") */
 } sl_oci_mount;
 
 /* The security context, resolved (oci_security.c applies it). */
@@ -46,8 +47,13 @@ typedef struct sl_oci_input {
     bool tty;
     const char *hostname;              /* NULL: none set (shared UTS namespace) */
     const char *netns, *ipcns, *utsns; /* paths to join; NULL = the host's */
+    const char *pidns;                 /* path to join; NULL = a new one (or host_pid) */
+    bool host_pid;                     /* no pid namespace: the host's */
     const sl_oci_mount *mounts;
     size_t nmounts;
+    const char *rootfs_propagation;      /* "rshared", "rslave", or NULL (runc's default) */
+    const struct sl_oci_device *devices; /* host devices (oci_devices.h) */
+    size_t ndevices;
     const char *cgroups_path; /* e.g. "/sluice/<pod>/<container>" */
     const json_t *resources;  /* extra linux.resources members (memory, cpu, ...), or NULL */
     const int *oom_score_adj; /* process.oomScoreAdj, or NULL */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "container/oci_spec.h"
+#include "cri/ctr_devices.h"
 #include "cri/ctr_security.h"
 #include "fsutil.h"
 #include "pod/etc_files.h"
@@ -16,7 +17,6 @@
 
 #define SPEC_MAX_ARGS 4096
 #define SPEC_MAX_ENV 4096
-#define SPEC_MAX_MOUNTS 256
 
 /* Command: the CRI command replaces the entrypoint, the CRI args replace
  * the image cmd; a command without args drops the image cmd. */
@@ -77,12 +77,11 @@ static json_t *user_json(const sl_ctr_user *u)
 static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error *e)
 {
     const Runtime__V1__ContainerConfig *c = in->config;
-    SL_AUTOFREE char *net = sl_pod_ns_path(in->ns_dir, "net");
-    SL_AUTOFREE char *ipc = sl_pod_ns_path(in->ns_dir, "ipc");
-    SL_AUTOFREE char *uts = sl_pod_ns_path(in->ns_dir, "uts");
-    oi->netns = net;
-    oi->ipcns = ipc;
-    oi->utsns = uts;
+    oi->netns = in->ns->net;
+    oi->ipcns = in->ns->ipc;
+    oi->utsns = in->ns->uts;
+    oi->pidns = in->ns->pid;
+    oi->host_pid = in->ns->host_pid;
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
     oi->resources = in->resources;
@@ -108,10 +107,12 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     const char **args = calloc(SPEC_MAX_ARGS, sizeof(char *));
     const char **env = calloc(SPEC_MAX_ENV, sizeof(char *));
     char **owned = calloc(c->n_envs + 1, sizeof(char *));
-    sl_oci_mount *mounts = calloc(c->n_mounts + 1 + SL_POD_ETC_FILES, sizeof(sl_oci_mount));
+    sl_ctr_mounts mounts = {0};
+    sl_oci_devices devices = {0};
+    sl_oci_mount *all = NULL; /* the config's mounts and the pod's /etc files */
     char *etc_srcs[SL_POD_ETC_FILES] = {NULL};
     char *spec = NULL;
-    if (!args || !env || !owned || !mounts) {
+    if (!args || !env || !owned) {
         sl_error_set(e, ENOMEM, "container spec");
         goto out;
     }
@@ -125,21 +126,25 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     oi.env = env;
     oi.nenv = merge_env(c, in->image, env, owned);
     oi.cwd = *c->working_dir ? c->working_dir : in->image->workdir;
-    size_t nm = 0;
-    for (size_t i = 0; i < c->n_mounts && nm < SPEC_MAX_MOUNTS; i++) {
-        const Runtime__V1__Mount *m = c->mounts[i];
-        if (!*m->host_path || !*m->container_path)
-            continue;
-        mounts[nm++] =
-            (sl_oci_mount){m->container_path, m->host_path, m->readonly, (int)m->propagation};
+    if (sl_ctr_mounts_prepare(c, in->mount_env, &mounts, e) < 0 ||
+        sl_ctr_devices(c, &devices, e) < 0)
+        goto out;
+    if (!(all = calloc(mounts.n + SL_POD_ETC_FILES + 1, sizeof(*all)))) {
+        sl_error_set(e, ENOMEM, "container spec");
+        goto out;
     }
+    size_t nm = mounts.n;
+    memcpy(all, mounts.v, nm * sizeof(*all));
     /* The pod's hostname, hosts and resolv.conf, where the config has no
      * mount of its own there. */
     const Runtime__V1__LinuxContainerSecurityContext *sc =
         c->linux ? c->linux->security_context : NULL;
-    sl_pod_etc_mounts(in->pod_etc_dir, sc && sc->readonly_rootfs, mounts, &nm, etc_srcs);
-    oi.mounts = mounts;
+    sl_pod_etc_mounts(in->pod_etc_dir, sc && sc->readonly_rootfs, all, &nm, etc_srcs);
+    oi.mounts = all;
     oi.nmounts = nm;
+    oi.rootfs_propagation = mounts.rootfs_propagation;
+    oi.devices = devices.v;
+    oi.ndevices = devices.n;
     spec = build_with_pod(in, &oi, e);
 out:
     for (size_t i = 0; i < SL_POD_ETC_FILES; i++)
@@ -149,6 +154,8 @@ out:
     free(owned);
     free(args);
     free(env);
-    free(mounts);
+    free(all);
+    sl_ctr_mounts_fini(&mounts);
+    sl_oci_devices_fini(&devices);
     return spec;
 }

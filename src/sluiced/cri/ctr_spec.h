@@ -4,6 +4,8 @@
 
 #include <jansson.h>
 
+#include "cri/ctr_mounts.h"
+#include "cri/ctr_namespaces.h"
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
 #include "image/image_store.h"
@@ -12,9 +14,11 @@
 typedef struct sl_ctr_spec_in {
     const Runtime__V1__ContainerConfig *config;
     const sl_image_config *image;
-    const char *rootfs;   /* mounted rootfs (for /etc/passwd lookups) */
-    const char *ns_dir;   /* the pod's pinned namespaces */
-    const char *hostname; /* the pod's hostname, or NULL */
+    const char *rootfs;            /* mounted rootfs (for /etc/passwd lookups) */
+    const char *ns_dir;            /* the pod's pinned namespaces */
+    const sl_ctr_ns *ns;           /* the namespaces to join (ctr_namespaces.h) */
+    const sl_mount_env *mount_env; /* what the host offers for mounts */
+    const char *hostname;          /* the pod's hostname, or NULL */
     const char *cgroups_path;
     const Runtime__V1__PodSandboxConfig *pod; /* the stored sandbox config */
     json_t **user;            /* if not NULL, gets {uid, gid, supplemental_groups} */

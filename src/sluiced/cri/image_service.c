@@ -8,9 +8,37 @@
 
 #include "cri/cri_util.h"
 
-/* Fills an Image message from a store view (strings borrowed). */
-static void fill_image(Runtime__V1__Image *out, const sl_image *img)
+/* An Image message and the uid it points to. */
+typedef struct image_msg {
+    Runtime__V1__Image img;
+    Runtime__V1__Int64Value uid;
+    char username[256]; /* longer names are cut (the image's config holds them) */
+} image_msg;
+
+/* The image config's USER as the CRI reports it (containerd's rule): the
+ * part before ':' is a uid when numeric, else a user name. */
+static void fill_user(image_msg *m, const char *user)
 {
+    if (!user || !*user)
+        return;
+    size_t n = strcspn(user, ":");
+    char *end;
+    errno = 0;
+    long long v = strtoll(user, &end, 10);
+    if (n > 0 && end == user + n && errno == 0 && v >= 0) {
+        runtime__v1__int64_value__init(&m->uid);
+        m->uid.value = v;
+        m->img.uid = &m->uid;
+        return;
+    }
+    snprintf(m->username, sizeof(m->username), "%.*s", (int)n, user);
+    m->img.username = m->username;
+}
+
+/* Fills an Image message from a store view (strings borrowed). */
+static void fill_image(image_msg *m, const sl_image *img)
+{
+    Runtime__V1__Image *out = &m->img;
     runtime__v1__image__init(out);
     out->id = (char *)img->id;
     out->n_repo_tags = img->n_repo_tags;
@@ -18,6 +46,7 @@ static void fill_image(Runtime__V1__Image *out, const sl_image *img)
     out->n_repo_digests = img->n_repo_digests;
     out->repo_digests = (char **)img->repo_digests;
     out->size = img->size;
+    fill_user(m, img->config.user);
 }
 
 static const char *spec_image(const Runtime__V1__ImageSpec *s)
@@ -37,7 +66,7 @@ void sl_cri_list_images(sl_grpc_call *call, void *arg)
         sl_grpc_call_fail_error(call, &e);
         return;
     }
-    Runtime__V1__Image *items = calloc(n ? n : 1, sizeof(*items));
+    image_msg *items = calloc(n ? n : 1, sizeof(*items));
     Runtime__V1__Image **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
     if (!items || !ptrs) {
         free(items);
@@ -48,7 +77,7 @@ void sl_cri_list_images(sl_grpc_call *call, void *arg)
     }
     for (size_t i = 0; i < n; i++) {
         fill_image(&items[i], imgs[i]);
-        ptrs[i] = &items[i];
+        ptrs[i] = &items[i].img;
     }
     Runtime__V1__ListImagesResponse resp = RUNTIME__V1__LIST_IMAGES_RESPONSE__INIT;
     resp.n_images = n;
@@ -65,11 +94,11 @@ void sl_cri_image_status(sl_grpc_call *call, void *arg)
     const Runtime__V1__ImageStatusRequest *req = (const void *)sl_grpc_call_request(call);
     sl_error e;
     const sl_image *img = sl_image_store_find(rt->images, spec_image(req->image), &e);
-    Runtime__V1__Image out;
+    image_msg out;
     Runtime__V1__ImageStatusResponse resp = RUNTIME__V1__IMAGE_STATUS_RESPONSE__INIT;
     if (img) { /* an absent image is an empty answer, not an error */
         fill_image(&out, img);
-        resp.image = &out;
+        resp.image = &out.img;
     }
     sl_grpc_call_reply(call, &resp.base);
 }
@@ -83,7 +112,7 @@ void sl_cri_pull_image(sl_grpc_call *call, void *arg)
     const sl_image *img = sl_image_store_find(rt->images, ref, &e);
     if (!img && e.errnum == ENOENT && rt->cfg->import_dir) {
         sl_error ie;
-        sl_image_store_import_dir(rt->images, rt->cfg->import_dir, NULL, NULL, &ie);
+        sl_image_store_import_dir_for(rt->images, rt->cfg->import_dir, ref, NULL, NULL, &ie);
         img = sl_image_store_find(rt->images, ref, &e);
     }
     if (!img) {

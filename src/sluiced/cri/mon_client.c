@@ -68,7 +68,8 @@ static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
 }
 
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e)
+                  const char *state_dir, const char *runtime, const char *pid_ns, pid_t *pid,
+                  sl_error *e)
 {
     int out[2];
     if (pipe2(out, O_CLOEXEC) < 0)
@@ -77,8 +78,11 @@ int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
     if (starter == 0) {
         dup2(out[1], 1);
         dup2(out[1], 2);
-        execl(mon_path, mon_path, "--pod-id", pod_id, "--run-dir", run_dir, "--state-dir",
-              state_dir, "--runtime", runtime, (char *)NULL);
+        const char *argv[] = {
+            mon_path,      "--pod-id", pod_id,      "--run-dir", run_dir,
+            "--state-dir", state_dir,  "--runtime", runtime,     pid_ns ? "--pid-ns" : NULL,
+            pid_ns,        NULL};
+        execv(mon_path, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
         _exit(127);
     }

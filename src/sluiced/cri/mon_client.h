@@ -23,11 +23,13 @@ typedef void (*sl_monc_reply_fn)(void *arg, const json_t *reply, int *fds, size_
  * connection is lost. */
 typedef void (*sl_monc_event_fn)(void *arg, const json_t *event);
 
-/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R`
- * and waits until it reports its pid (it detaches and listens first).
- * Returns 0 with *pid, or -1 (*e with the monitor's own words). */
+/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R
+ * [--pid-ns FILE]` (pid_ns NULL: none) and waits until it reports its pid
+ * (it detaches and listens first). Returns 0 with *pid, or -1 (*e with the
+ * monitor's own words). */
 int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, pid_t *pid, sl_error *e);
+                  const char *state_dir, const char *runtime, const char *pid_ns, pid_t *pid,
+                  sl_error *e);
 
 /* Connects to <run_dir>/mon.sock. Returns the connection or NULL (*e). */
 sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,

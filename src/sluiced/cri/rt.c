@@ -67,6 +67,7 @@ void sl_rt_mon_event(void *arg, const json_t *event)
         sl_rt_stream_event(rt, p, NULL);
         return;
     }
+    sl_events_mon(rt, p, event);
     sl_rt_stream_event(rt, p, event);
 }
 
@@ -97,6 +98,7 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     rt->cfg = cfg;
     rt->mon_path = find_monitor();
     rt->pods_run_dir = sl_path_join(cfg->run_dir, "pods");
+    sl_events_init(&rt->events, cfg->max_event_subscribers);
     if (!rt->mon_path || !rt->pods_run_dir)
         return sl_error_set(e, ENOMEM, "runtime");
     if (sl_mkdir_p(rt->pods_run_dir, 0711, e) < 0 || sl_mkdir_p(cfg->state_dir, 0711, e) < 0)
@@ -135,6 +137,7 @@ void sl_rt_detach(sl_rt *rt)
 
 void sl_rt_close(sl_rt *rt)
 {
+    sl_events_fini(&rt->events);
     sl_model_fini(&rt->model);
     if (rt->images)
         sl_image_store_close(rt->images);

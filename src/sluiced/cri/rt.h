@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "cri/events.h"
 #include "cri/model.h"
 #include "image/image_store.h"
 #include "sluice/runtime.h"
@@ -24,6 +25,7 @@ typedef struct sl_rt {
     sl_runtime stream_rt;     /* the libsluice runtime backend */
     sl_stream_sess *sessions; /* live exec/attach sessions */
     bool detached;            /* shutting down: no new monitor connections */
+    sl_events events;         /* GetContainerEvents subscribers */
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod

@@ -12,6 +12,7 @@
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
 #include "cri/ctr_resources.h"
+#include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
@@ -35,6 +36,17 @@ void sl_cri_forget_ctr(sl_rt *rt, sl_ctr *c)
     if (dir)
         sl_rootfs_umount(dir, &e);
     sl_model_remove_ctr(&rt->model, c, &e);
+}
+
+/* Forgets a removed container and tells the event subscribers (the event
+ * lists the pod's remaining containers, as containerd's does). */
+static void forget_deleted(sl_rt *rt, sl_ctr *c)
+{
+    char id[SL_ID_HEX + 1], pod_id[SL_ID_HEX + 1];
+    snprintf(id, sizeof(id), "%s", c->id);
+    snprintf(pod_id, sizeof(pod_id), "%s", c->pod_id);
+    sl_cri_forget_ctr(rt, c);
+    sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id, pod_id);
 }
 
 static const char *reply_error(const json_t *reply)
@@ -68,6 +80,9 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
             sl_cri_forget_ctr(op->rt, c);
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to create container: %s", err);
     } else if (op->kind == OP_CREATE) {
+        if (c)
+            sl_events_ctr(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, c->id,
+                          c->pod_id);
         Runtime__V1__CreateContainerResponse resp = RUNTIME__V1__CREATE_CONTAINER_RESPONSE__INIT;
         resp.container_id = op->id;
         sl_grpc_call_reply(op->call, &resp.base);
@@ -79,7 +94,7 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
         return;
     } else if (op->kind == OP_REMOVE || op->kind == OP_REMOVE_STOP) {
         if (c)
-            sl_cri_forget_ctr(op->rt, c);
+            forget_deleted(op->rt, c);
         reply_empty(op->call);
     } else if (err && op->kind == OP_START) {
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to start container \"%s\": %s", op->id,
@@ -87,6 +102,9 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
     } else if (err) {
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "%s", err);
     } else {
+        if (op->kind == OP_START && c)
+            sl_events_ctr(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, c->id,
+                          c->pod_id);
         reply_empty(op->call);
     }
     free(op);
@@ -148,6 +166,14 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
         sl_error_set(e, ENOMEM, "container");
         return NULL;
     }
+    sl_pod_ns_modes modes;
+    sl_ctr_ns_plan plan;
+    __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
+    sl_mount_env menv;
+    sl_mount_env_probe(rt->cfg->runtime_path, &menv);
+    sl_ns_pod_modes_load(p->rec, &modes);
+    if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
+        return NULL;
     if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
         return NULL;
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
@@ -160,6 +186,8 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
                          .image = &img->config,
                          .rootfs = rootfs,
                          .ns_dir = sl_rec_str(p->rec, "ns_dir"),
+                         .ns = &ns,
+                         .mount_env = &menv,
                          .hostname = uts && *p->config->hostname ? p->config->hostname : NULL,
                          .cgroups_path = cg,
                          .pod_etc_dir = etc_dir,
@@ -272,6 +300,10 @@ void sl_cri_stop_container(sl_grpc_call *call, void *arg)
 {
     const Runtime__V1__StopContainerRequest *req = (const void *)sl_grpc_call_request(call);
     int64_t t = req->timeout < 0 ? 0 : req->timeout;
+    if (!sl_model_ctr(&cri_rt(arg)->model, req->container_id)) {
+        reply_empty(call); /* idempotent, as critest v1.32 requires: already gone is stopped */
+        return;
+    }
     simple_op(call, cri_rt(arg), req->container_id, OP_STOP,
               json_pack("{s:s, s:s, s:I}", "type", "stop", "container_id", req->container_id,
                         "timeout", (json_int_t)t));

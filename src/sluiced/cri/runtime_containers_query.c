@@ -33,6 +33,42 @@ static bool status_user(const json_t *rec, Runtime__V1__LinuxContainerUser *u, i
     return true;
 }
 
+void sl_cri_ctr_status_fill(const sl_rt *rt, const sl_ctr *c, sl_ctr_status_msg *m)
+{
+    sl_model_ctr_status(&rt->model, c, &m->live);
+    runtime__v1__image_spec__init(&m->image);
+    m->image.image = (char *)sl_rec_str(c->rec, "image_name");
+    Runtime__V1__ContainerStatus *st = &m->st;
+    runtime__v1__container_status__init(st);
+    st->id = (char *)c->id;
+    st->metadata = c->config->metadata;
+    st->state = m->live.state;
+    st->created_at = c->created_at;
+    st->started_at = m->live.started_at;
+    st->finished_at = m->live.finished_at;
+    st->exit_code = (int32_t)m->live.exit_code;
+    st->image = &m->image;
+    st->image_ref = (char *)sl_rec_str(c->rec, "image_ref");
+    st->image_id = (char *)sl_rec_str(c->rec, "image_id");
+    st->reason = (char *)exit_reason(&m->live);
+    st->n_labels = c->config->n_labels;
+    st->labels = (Runtime__V1__ContainerStatus__LabelsEntry **)c->config->labels;
+    st->n_annotations = c->config->n_annotations;
+    st->annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **)c->config->annotations;
+    st->n_mounts = c->config->n_mounts;
+    st->mounts = c->config->mounts;
+    st->log_path = (char *)sl_rec_str(c->rec, "log_path");
+    st->message = m->live.message;
+    runtime__v1__container_user__init(&m->user);
+    runtime__v1__linux_container_user__init(&m->linux_user);
+    if (status_user(c->rec, &m->linux_user, m->groups)) {
+        m->user.linux = &m->linux_user;
+        st->user = &m->user;
+    }
+    sl_cri_res_status(json_object_get(c->rec, "resources"), &m->res);
+    st->resources = &m->res.res;
+}
+
 void sl_cri_container_status(sl_grpc_call *call, void *arg)
 {
     sl_rt *rt = cri_rt(arg);
@@ -42,42 +78,10 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
         sl_grpc_call_fail(call, SL_GRPC_NOT_FOUND, "container \"%s\" not found", req->container_id);
         return;
     }
-    sl_ctr_status live;
-    sl_model_ctr_status(&rt->model, c, &live);
-    Runtime__V1__ImageSpec image = RUNTIME__V1__IMAGE_SPEC__INIT;
-    image.image = (char *)sl_rec_str(c->rec, "image_name");
-    Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;
-    st.id = c->id;
-    st.metadata = c->config->metadata;
-    st.state = live.state;
-    st.created_at = c->created_at;
-    st.started_at = live.started_at;
-    st.finished_at = live.finished_at;
-    st.exit_code = (int32_t)live.exit_code;
-    st.image = &image;
-    st.image_ref = (char *)sl_rec_str(c->rec, "image_ref");
-    st.image_id = (char *)sl_rec_str(c->rec, "image_id");
-    st.reason = (char *)exit_reason(&live);
-    st.message = live.message;
-    st.n_labels = c->config->n_labels;
-    st.labels = (Runtime__V1__ContainerStatus__LabelsEntry **)c->config->labels;
-    st.n_annotations = c->config->n_annotations;
-    st.annotations = (Runtime__V1__ContainerStatus__AnnotationsEntry **)c->config->annotations;
-    st.n_mounts = c->config->n_mounts;
-    st.mounts = c->config->mounts;
-    st.log_path = (char *)sl_rec_str(c->rec, "log_path");
-    Runtime__V1__ContainerUser user = RUNTIME__V1__CONTAINER_USER__INIT;
-    Runtime__V1__LinuxContainerUser linux_user = RUNTIME__V1__LINUX_CONTAINER_USER__INIT;
-    int64_t groups[SL_CTR_MAX_GROUPS];
-    if (status_user(c->rec, &linux_user, groups)) {
-        user.linux = &linux_user;
-        st.user = &user;
-    }
-    sl_cri_res_report rs;
-    sl_cri_res_status(json_object_get(c->rec, "resources"), &rs);
-    st.resources = &rs.res;
+    sl_ctr_status_msg m;
+    sl_cri_ctr_status_fill(rt, c, &m);
     Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
-    resp.status = &st;
+    resp.status = &m.st;
     /* verbose: {"info": {"pid", "config": {tty, stdin, stdin_once}}}, the
      * shape containerd gives, which the kube front reads tty from; and what
      * the monitor dropped of the CRI log (as of its last status record). */
@@ -86,11 +90,11 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
         RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INFO_ENTRY__INIT;
     Runtime__V1__ContainerStatusResponse__InfoEntry *entries[] = {&entry};
     if (req->verbose) {
-        json_t *j =
-            json_pack("{s:I, s:{s:b, s:b, s:b}, s:I, s:I}", "pid", (json_int_t)live.pid, "config",
-                      "tty", c->config->tty, "stdin", c->config->stdin, "stdin_once",
-                      c->config->stdin_once, "logDroppedBytes", (json_int_t)live.log_dropped_bytes,
-                      "logDroppedRecords", (json_int_t)live.log_dropped_records);
+        json_t *j = json_pack("{s:I, s:{s:b, s:b, s:b}, s:I, s:I}", "pid", (json_int_t)m.live.pid,
+                              "config", "tty", c->config->tty, "stdin", c->config->stdin,
+                              "stdin_once", c->config->stdin_once, "logDroppedBytes",
+                              (json_int_t)m.live.log_dropped_bytes, "logDroppedRecords",
+                              (json_int_t)m.live.log_dropped_records);
         info_text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (info_text) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cri/ctr_mounts.h"
 #include "cri/service.h"
 #include "cri/sluice_version.h"
 #include "cri/stats.h"
@@ -193,6 +194,19 @@ void sl_cri_status(sl_grpc_call *call, void *arg)
         }
         resp.info = ptrs;
     }
+    /* The default handler and its name, "runc": what their mounts can do
+     * (the kubelet and critest ask before sending recursive_read_only). */
+    sl_mount_env env;
+    sl_mount_env_probe(cri->cfg->runtime_path, &env);
+    Runtime__V1__RuntimeHandlerFeatures feat = RUNTIME__V1__RUNTIME_HANDLER_FEATURES__INIT;
+    feat.recursive_read_only_mounts = env.rro;
+    Runtime__V1__RuntimeHandler dflt = RUNTIME__V1__RUNTIME_HANDLER__INIT;
+    Runtime__V1__RuntimeHandler runc = RUNTIME__V1__RUNTIME_HANDLER__INIT;
+    dflt.features = runc.features = &feat;
+    runc.name = "runc";
+    Runtime__V1__RuntimeHandler *handlers[] = {&dflt, &runc};
+    resp.n_runtime_handlers = 2;
+    resp.runtime_handlers = handlers;
     sl_grpc_call_reply(call, &resp.base);
     for (size_t i = 0; i < INFO_N; i++)
         free(values[i]);

@@ -10,11 +10,13 @@
 #include "cri/ctr_security.h"
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
+#include "cri/ctr_namespaces.h"
 #include "cri/service.h"
 #include "fsutil.h"
 #include "pod/cni.h"
 #include "pod/etc_files.h"
 #include "pod/netns.h"
+#include "pod/pidns.h"
 
 static bool host_network(const Runtime__V1__PodSandboxConfig *c)
 {
@@ -87,6 +89,7 @@ static void unwind(sl_rt *rt, const char *id, const char *run_dir, const char *n
         free((void *)o.portmaps);
     }
     sl_pod_ns_remove(ns_dir, &e);
+    sl_pod_pidns_release(ns_dir, &e);
     sl_rm_rf(run_dir, &e);
 }
 
@@ -179,7 +182,8 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
         return;
     }
     sl_error e = {0};
-    if (sl_pod_security_check(c, &e) < 0 ||
+    sl_pod_ns_modes modes;
+    if (sl_pod_security_check(c, &e) < 0 || sl_ns_pod_modes(c, &modes, &e) < 0 ||
         sl_pod_config_check(c, host_network(c), host_ipc(c), &e) < 0 ||
         check_host_ports(rt, c, &e) < 0) {
         sl_grpc_call_fail_error(call, &e);
@@ -189,6 +193,8 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     sl_model_new_id(id);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, id);
     SL_AUTOFREE char *ns_dir = run_dir ? sl_path_join(run_dir, "ns") : NULL;
+    SL_AUTOFREE char *pid_ns =
+        modes.pid == RUNTIME__V1__NAMESPACE_MODE__POD ? sl_pod_pidns_file(ns_dir) : NULL;
     sl_pod_ns_opts ns = {.dir = ns_dir,
                          .host_network = host_network(c),
                          .host_ipc = host_ipc(c),
@@ -197,6 +203,8 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
                             (json_int_t)sl_now_ns(), "ready", true, "runtime_handler",
                             req->runtime_handler, "ns_dir", ns_dir ? ns_dir : "", "host_network",
                             ns.host_network, "host_ipc", ns.host_ipc);
+    if (rec)
+        sl_ns_pod_modes_save(&modes, rec);
     if (rec && sl_pod_cgroup_setup(c, id, rec, &e) < 0) { /* checked before anything is made */
         json_decref(rec);
         sl_grpc_call_fail_error(call, &e);
@@ -204,7 +212,7 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     }
     pid_t mon_pid = 0;
     if (!run_dir || !ns_dir || !rec || create_pod(rt, id, run_dir, &ns, c, rec, &e) < 0 ||
-        sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path,
+        sl_monc_spawn(rt->mon_path, id, run_dir, rt->cfg->state_dir, rt->cfg->runtime_path, pid_ns,
                       &mon_pid, &e) < 0) {
         unwind(rt, id, run_dir, ns_dir, c, json_string_value(json_object_get(rec, "cni_result")));
         json_decref(rec);
@@ -221,6 +229,8 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     }
     p->owner = rt;
     sl_rt_pod_mon(rt, p, &e);
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, p);
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STARTED_EVENT, p);
     Runtime__V1__RunPodSandboxResponse resp = RUNTIME__V1__RUN_POD_SANDBOX_RESPONSE__INIT;
     resp.pod_sandbox_id = p->id;
     sl_grpc_call_reply(call, &resp.base);
@@ -254,13 +264,20 @@ static void release_network(sl_rt *rt, sl_pod *p)
 static void finish_remove(sl_rt *rt, sl_pod *p)
 {
     sl_error e;
+    char id[SL_ID_HEX + 1];
     sl_pod_cgroup_remove(p); /* runc removed each container's own */
     for (sl_ctr *c = rt->model.ctrs, *next; c; c = next) {
         next = c->next;
-        if (!strcmp(c->pod_id, p->id))
-            sl_cri_forget_ctr(rt, c);
+        if (strcmp(c->pod_id, p->id))
+            continue;
+        snprintf(id, sizeof(id), "%s", c->id);
+        sl_cri_forget_ctr(rt, c);
+        sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, id, p->id);
     }
+    /* Sent while the pod is still known, so the event carries its status. */
+    sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_DELETED_EVENT, p);
     sl_pod_ns_remove(sl_rec_str(p->rec, "ns_dir"), &e);
+    sl_pod_pidns_release(sl_rec_str(p->rec, "ns_dir"), &e);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
     if (run_dir)
         sl_rm_rf(run_dir, &e);
@@ -271,10 +288,13 @@ static void pod_op_finish(pod_op *op)
 {
     sl_pod *p = sl_model_pod(&op->rt->model, op->id);
     if (p) {
+        bool was_ready = p->ready;
         release_network(op->rt, p);
         p->ready = false;
         sl_error e;
         sl_model_save_pod(&op->rt->model, p, &e);
+        if (was_ready)
+            sl_events_pod(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
         if (op->remove)
             finish_remove(op->rt, p);
     }

@@ -4,6 +4,7 @@
 
 #include "cri/cri_util.h"
 #include "pod/cni.h"
+#include "cri/ctr_namespaces.h"
 
 static Runtime__V1__PodSandboxState pod_state(const sl_pod *p)
 {
@@ -29,6 +30,39 @@ static size_t additional_ips(const sl_pod *p, Runtime__V1__PodIP *ips, Runtime__
     return n;
 }
 
+void sl_cri_pod_status_fill(const sl_pod *p, sl_pod_status_msg *m)
+{
+    runtime__v1__pod_sandbox_network_status__init(&m->net);
+    m->net.ip = (char *)sl_rec_str(p->rec, "ip");
+    m->net.additional_ips = m->more_ptrs;
+    m->net.n_additional_ips = additional_ips(p, m->more, m->more_ptrs);
+    sl_pod_ns_modes modes;
+    sl_ns_pod_modes_load(p->rec, &modes);
+    runtime__v1__namespace_option__init(&m->nso);
+    m->nso.network =
+        modes.host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    m->nso.ipc =
+        modes.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+    m->nso.pid = (Runtime__V1__NamespaceMode)modes.pid;
+    runtime__v1__namespace__init(&m->ns);
+    m->ns.options = &m->nso;
+    runtime__v1__linux_pod_sandbox_status__init(&m->lin);
+    m->lin.namespaces = &m->ns;
+    Runtime__V1__PodSandboxStatus *st = &m->st;
+    runtime__v1__pod_sandbox_status__init(st);
+    st->id = (char *)p->id;
+    st->metadata = p->config->metadata;
+    st->state = pod_state(p);
+    st->created_at = p->created_at;
+    st->network = &m->net;
+    st->linux = &m->lin;
+    st->n_labels = p->config->n_labels;
+    st->labels = (Runtime__V1__PodSandboxStatus__LabelsEntry **)p->config->labels;
+    st->n_annotations = p->config->n_annotations;
+    st->annotations = (Runtime__V1__PodSandboxStatus__AnnotationsEntry **)p->config->annotations;
+    st->runtime_handler = (char *)sl_rec_str(p->rec, "runtime_handler");
+}
+
 void sl_cri_pod_status(sl_grpc_call *call, void *arg)
 {
     sl_rt *rt = cri_rt(arg);
@@ -39,35 +73,10 @@ void sl_cri_pod_status(sl_grpc_call *call, void *arg)
                           req->pod_sandbox_id);
         return;
     }
-    Runtime__V1__PodSandboxNetworkStatus net = RUNTIME__V1__POD_SANDBOX_NETWORK_STATUS__INIT;
-    net.ip = (char *)sl_rec_str(p->rec, "ip");
-    Runtime__V1__PodIP more[SL_CNI_MAX_IPS], *more_ptrs[SL_CNI_MAX_IPS];
-    net.additional_ips = more_ptrs;
-    net.n_additional_ips = additional_ips(p, more, more_ptrs);
-    Runtime__V1__NamespaceOption nso = RUNTIME__V1__NAMESPACE_OPTION__INIT;
-    nso.network = sl_rec_bool(p->rec, "host_network") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                                      : RUNTIME__V1__NAMESPACE_MODE__POD;
-    nso.ipc = sl_rec_bool(p->rec, "host_ipc") ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                              : RUNTIME__V1__NAMESPACE_MODE__POD;
-    nso.pid = RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
-    Runtime__V1__Namespace ns = RUNTIME__V1__NAMESPACE__INIT;
-    ns.options = &nso;
-    Runtime__V1__LinuxPodSandboxStatus lin = RUNTIME__V1__LINUX_POD_SANDBOX_STATUS__INIT;
-    lin.namespaces = &ns;
-    Runtime__V1__PodSandboxStatus st = RUNTIME__V1__POD_SANDBOX_STATUS__INIT;
-    st.id = p->id;
-    st.metadata = p->config->metadata;
-    st.state = pod_state(p);
-    st.created_at = p->created_at;
-    st.network = &net;
-    st.linux = &lin;
-    st.n_labels = p->config->n_labels;
-    st.labels = (Runtime__V1__PodSandboxStatus__LabelsEntry **)p->config->labels;
-    st.n_annotations = p->config->n_annotations;
-    st.annotations = (Runtime__V1__PodSandboxStatus__AnnotationsEntry **)p->config->annotations;
-    st.runtime_handler = (char *)sl_rec_str(p->rec, "runtime_handler");
+    sl_pod_status_msg m;
+    sl_cri_pod_status_fill(p, &m);
     Runtime__V1__PodSandboxStatusResponse resp = RUNTIME__V1__POD_SANDBOX_STATUS_RESPONSE__INIT;
-    resp.status = &st;
+    resp.status = &m.st;
     resp.timestamp = sl_now_ns();
     sl_grpc_call_reply(call, &resp.base);
 }

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include "cri/events.h"
+
 #include <string.h>
 
 #include "cri/stats.h"
@@ -12,12 +14,18 @@
 /* A method served by handler h, request type r (protobuf-c lower name). */
 #define M(svc, name, r, h)                                                                         \
     {                                                                                              \
-        svc #name, &runtime__v1__##r##__descriptor, h                                              \
+        .path = svc #name, .request = &runtime__v1__##r##__descriptor, .handler = h                \
+    }
+/* A server-streaming method. */
+#define MS(svc, name, r, h)                                                                        \
+    {                                                                                              \
+        .path = svc #name, .request = &runtime__v1__##r##__descriptor, .handler = h,               \
+        .server_streaming = true                                                                   \
     }
 /* A method of the upstream CRI without a handler yet: UNIMPLEMENTED. */
 #define TODO(svc, name)                                                                            \
     {                                                                                              \
-        svc #name, NULL, NULL                                                                      \
+        .path = svc #name                                                                          \
     }
 
 static const sl_grpc_method methods[] = {
@@ -47,7 +55,7 @@ static const sl_grpc_method methods[] = {
     M(RT, UpdateRuntimeConfig, update_runtime_config_request, sl_cri_update_runtime_config),
     M(RT, Status, status_request, sl_cri_status),
     M(RT, CheckpointContainer, checkpoint_container_request, sl_cri_checkpoint_container),
-    TODO(RT, GetContainerEvents), /* server streaming */
+    MS(RT, GetContainerEvents, get_events_request, sl_cri_container_events),
     M(RT, ListMetricDescriptors, list_metric_descriptors_request, sl_cri_list_metric_descriptors),
     M(RT, ListPodSandboxMetrics, list_pod_sandbox_metrics_request, sl_cri_list_pod_metrics),
     M(RT, RuntimeConfig, runtime_config_request, sl_cri_runtime_config),

@@ -1,4 +1,4 @@
-/* Lifetime and answers of one unary call. */
+/* Lifetime and answers of one call (the streaming part: grpc_stream.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,7 @@ sl_grpc_call *sl_grpc_call_new(sl_grpc_conn *c, int32_t stream_id)
     call->timeout_ms = UINT64_MAX;
     call->deadline = UINT64_MAX;
     sl_grpc_decoder_init(&call->dec, c->cfg->max_recv_message);
+    sl_bufq_init(&call->sq);
     call->next = c->calls;
     if (c->calls)
         c->calls->prev = call;
@@ -40,6 +41,8 @@ void sl_grpc_call_free(sl_grpc_call *call)
     if (call->req)
         protobuf_c_message_free_unpacked(call->req, NULL);
     free(call->out);
+    sl_bufq_fini(&call->sq);
+    free(call->end_msg);
     free(call);
 }
 
@@ -90,8 +93,7 @@ void sl_grpc_call_detach(sl_grpc_call *call)
     sl_grpc_call_cancel(call);
 }
 
-/* Tells the owner about output it would not otherwise send. */
-static void wake(sl_grpc_conn *c)
+void sl_grpc_conn_wake(sl_grpc_conn *c)
 {
     if (!c->owner_flushes && c->io->wake)
         c->io->wake(c->io->data);
@@ -106,6 +108,10 @@ static void drop_request(sl_grpc_call *call)
 
 void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const char *msg)
 {
+    if (call->responding) { /* a stream already answering: trailers */
+        sl_grpc_stream_end(call, code, msg, true);
+        return;
+    }
     sl_grpc_conn *c = call->conn;
     char status[16], code_s[16];
     char *enc = msg && *msg ? sl_grpc_percent_encode(msg) : NULL;
@@ -126,7 +132,7 @@ void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const cha
         nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, call->stream_id,
                                   NGHTTP2_INTERNAL_ERROR);
     free(enc);
-    wake(c);
+    sl_grpc_conn_wake(c);
 }
 
 static ssize_t read_out(nghttp2_session *h2, int32_t stream_id, uint8_t *buf, size_t length,
@@ -164,9 +170,7 @@ static int pack(sl_grpc_call *call, const ProtobufCMessage *resp)
     return SL_OK;
 }
 
-/* The handler gives the call back. Returns true when the answer should be
- * sent (the stream is still there and nothing was answered yet). */
-static bool take_back(sl_grpc_call *call)
+bool sl_grpc_call_take_back(sl_grpc_call *call)
 {
     call->handler_owned = false;
     if (!call->conn) {
@@ -178,7 +182,12 @@ static bool take_back(sl_grpc_call *call)
 
 int sl_grpc_call_reply(sl_grpc_call *call, const ProtobufCMessage *resp)
 {
-    if (!take_back(call))
+    if (call->method->server_streaming) {
+        int rc = sl_grpc_call_send(call, resp);
+        sl_grpc_call_finish(call);
+        return rc == SL_ERR_CLOSED ? SL_OK : rc;
+    }
+    if (!sl_grpc_call_take_back(call))
         return SL_OK;
     int rc = pack(call, resp);
     if (rc < 0) {
@@ -197,17 +206,20 @@ int sl_grpc_call_reply(sl_grpc_call *call, const ProtobufCMessage *resp)
                                   NGHTTP2_INTERNAL_ERROR);
         rc = SL_ERR_NOMEM;
     }
-    wake(c);
+    sl_grpc_conn_wake(c);
     return rc;
 }
 
 static void fail_text(sl_grpc_call *call, int code, const char *msg)
 {
-    if (!take_back(call))
+    if (!sl_grpc_call_take_back(call))
         return;
     if (code <= SL_GRPC_OK || code > SL_GRPC_CODE_MAX)
         code = code == SL_GRPC_OK ? SL_GRPC_UNKNOWN : SL_GRPC_INTERNAL;
-    sl_grpc_call_answer_early(call, 200, code, msg);
+    if (call->responding) /* the messages sent so far go first */
+        sl_grpc_stream_end(call, code, msg, false);
+    else
+        sl_grpc_call_answer_early(call, 200, code, msg);
 }
 
 void sl_grpc_call_fail(sl_grpc_call *call, int code, const char *fmt, ...)

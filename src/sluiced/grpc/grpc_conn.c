@@ -17,7 +17,9 @@ void sl_grpc_config_init(sl_grpc_config *c)
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_header_list = SL_GRPC_DEFAULT_MAX_HEADER_LIST;
+    c->max_stream_backlog = SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG;
     c->max_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
+    c->idle_timeout_ms = SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS;
 }
 
 const sl_grpc_method *sl_grpc_method_find(const sl_grpc_method *m, size_t n, const char *path)
@@ -409,9 +411,26 @@ void sl_grpc_conn_shutdown(sl_grpc_conn *c)
     nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
 }
 
+int sl_grpc_conn_goaway(sl_grpc_conn *c, uint32_t error_code, const char *debug)
+{
+    int32_t last = nghttp2_session_get_last_proc_stream_id(c->h2);
+    size_t n = debug ? strlen(debug) : 0;
+    int rc = nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, last, error_code,
+                                   (const uint8_t *)debug, n);
+    return rc == 0 ? SL_OK : SL_ERR_NOMEM;
+}
+
 size_t sl_grpc_conn_calls(const sl_grpc_conn *c)
 {
     return c->ncalls;
+}
+
+bool sl_grpc_conn_busy(const sl_grpc_conn *c)
+{
+    for (const sl_grpc_call *call = c->calls; call; call = call->next)
+        if (call->handler_owned)
+            return true;
+    return false;
 }
 
 void sl_grpc_conn_free(sl_grpc_conn *c)

@@ -2,9 +2,10 @@
  *
  * nghttp2's server session does the HTTP/2 part (preface, SETTINGS and
  * their ACK, PING ACK, flow control, HPACK); this layer turns streams into
- * unary calls: header checks, Length-Prefixed-Message reassembly, request
- * decoding, deadlines, and the answer (HEADERS, one DATA message, trailers;
- * Trailers-Only for early errors).
+ * calls: header checks, Length-Prefixed-Message reassembly, request
+ * decoding, deadlines, and the answer (HEADERS, one DATA message or, for a
+ * server-streaming method, a bounded queue of them, trailers; Trailers-Only
+ * for early errors).
  *
  * The owner feeds bytes with sl_grpc_conn_recv(), pulls output with
  * sl_grpc_conn_send(), arms a timer for sl_grpc_conn_next_deadline() and
@@ -27,8 +28,16 @@
 /* Bytes of one request header block (SETTINGS_MAX_HEADER_LIST_SIZE, name +
  * value + 32 per field as RFC 9113 counts); beyond it the stream is reset. */
 #define SL_GRPC_DEFAULT_MAX_HEADER_LIST (16u * 1024)
-/* Accepted connections at once; more are closed at accept. */
-#define SL_GRPC_DEFAULT_MAX_CONNECTIONS 128u
+/* Open connections at once (the server also keeps it to half the
+ * open-file limit). At the limit a new connection takes the place of the
+ * longest-idle one, or is refused with a GOAWAY when none is idle. */
+#define SL_GRPC_DEFAULT_MAX_CONNECTIONS 4096u
+/* A connection with no call in progress and no bytes read or written for
+ * this long is closed with GOAWAY(NO_ERROR). 0: never. */
+#define SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS (5u * 60 * 1000)
+/* Bytes of response messages a server-streaming call may have waiting for
+ * the client; beyond it the call ends with RESOURCE_EXHAUSTED. */
+#define SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG (1024u * 1024)
 /* Queued output bytes of a connection before it stops producing and
  * reading (back-pressure). */
 #define SL_GRPC_OUTPUT_HIGH_WATER (256u * 1024)
@@ -36,11 +45,13 @@
 typedef struct sl_grpc_config {
     const sl_grpc_method *methods; /* the method table (borrowed) */
     size_t nmethods;
-    void *arg;                 /* passed to every handler */
-    uint32_t max_recv_message; /* SL_GRPC_DEFAULT_MAX_RECV_MESSAGE */
-    uint32_t max_streams;      /* SL_GRPC_DEFAULT_MAX_STREAMS */
-    uint32_t max_header_list;  /* SL_GRPC_DEFAULT_MAX_HEADER_LIST */
-    uint32_t max_connections;  /* SL_GRPC_DEFAULT_MAX_CONNECTIONS (server) */
+    void *arg;                   /* passed to every handler */
+    uint32_t max_recv_message;   /* SL_GRPC_DEFAULT_MAX_RECV_MESSAGE */
+    uint32_t max_streams;        /* SL_GRPC_DEFAULT_MAX_STREAMS */
+    uint32_t max_header_list;    /* SL_GRPC_DEFAULT_MAX_HEADER_LIST */
+    uint32_t max_stream_backlog; /* SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG */
+    uint32_t max_connections;    /* SL_GRPC_DEFAULT_MAX_CONNECTIONS (server) */
+    uint64_t idle_timeout_ms;    /* SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS (server) */
 } sl_grpc_config;
 
 /* Fills c with the defaults and an empty method table. */
@@ -82,8 +93,18 @@ void sl_grpc_conn_expire(sl_grpc_conn *c, uint64_t now);
  * want_write turn false. */
 void sl_grpc_conn_shutdown(sl_grpc_conn *c);
 
+/* Queues a GOAWAY with error_code (an HTTP/2 error code) and debug (a
+ * text for the peer's logs, may be NULL), naming the last stream we
+ * processed. The session goes on reading; the owner closes once it is
+ * sent. Returns SL_OK or SL_ERR_NOMEM. */
+int sl_grpc_conn_goaway(sl_grpc_conn *c, uint32_t error_code, const char *debug);
+
 /* Calls on this connection (streams alive or handlers running). */
 size_t sl_grpc_conn_calls(const sl_grpc_conn *c);
+
+/* True while a handler holds one of its calls (a unary call not answered
+ * yet, an open server stream): such a connection is never idle. */
+bool sl_grpc_conn_busy(const sl_grpc_conn *c);
 
 /* Frees the connection. Calls still held by handlers are cancelled (their
  * on_cancel runs) and detached; they are freed when answered. */

@@ -1,4 +1,4 @@
-/* Private structures shared by grpc_conn.c and grpc_call.c. */
+/* Private structures shared by grpc_conn.c, grpc_call.c and grpc_stream.c. */
 #ifndef SL_GRPC_IMPL_H
 #define SL_GRPC_IMPL_H
 
@@ -10,7 +10,7 @@ typedef enum call_state {
     CALL_HEADERS, /* request headers arriving */
     CALL_BODY,    /* headers accepted, reading the message */
     CALL_READY,   /* request complete, queued for its handler */
-    CALL_HANDLER, /* the handler holds it */
+    CALL_HANDLER, /* the handler holds it (a stream: sending) */
     CALL_ANSWERED /* an answer is submitted (or the call was cut) */
 } call_state;
 
@@ -43,6 +43,16 @@ struct sl_grpc_call {
     uint8_t *out;
     size_t out_len, out_off;
 
+    /* server-streaming response (grpc_stream.c) */
+    bool responding;  /* HEADERS submitted; the data provider reads sq */
+    bool deferred;    /* the data provider waits for a message */
+    bool ending;      /* the status follows once sq is sent */
+    int end_code;     /* the status then */
+    char *end_msg;    /* its grpc-message, percent-encoded; NULL: none */
+    sl_bufq sq;       /* whole messages not yet handed to nghttp2 */
+    size_t head_left; /* bytes of the message at sq's head still to send */
+    size_t nqueued;   /* messages (partly) in sq */
+
     bool handler_owned; /* the handler has not answered yet */
     bool cancelled;
     sl_grpc_cancel_fn on_cancel;
@@ -69,7 +79,18 @@ void sl_grpc_call_detach(sl_grpc_call *call);
 void sl_grpc_call_cancel(sl_grpc_call *call);
 /* Trailers-Only answer with HTTP status http (200 for gRPC errors). */
 void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const char *msg);
+/* The handler gives the call back. Returns true when the answer should be
+ * sent (the stream is still there and nothing was answered yet); frees a
+ * call whose connection is gone. */
+bool sl_grpc_call_take_back(sl_grpc_call *call);
 /* Unlinks the call from the ready queue if it is there. */
 void sl_grpc_call_unqueue(sl_grpc_call *call);
+/* Tells the owner about output it would not otherwise send. */
+void sl_grpc_conn_wake(sl_grpc_conn *c);
+
+/* grpc_stream.c */
+/* Ends a streaming call whose headers went out: status code and msg as
+ * trailers once sq is sent (drop: sq is cut to the message being sent). */
+void sl_grpc_stream_end(sl_grpc_call *call, int code, const char *msg, bool drop);
 
 #endif

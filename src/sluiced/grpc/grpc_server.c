@@ -1,54 +1,24 @@
 /* libuv layer of the gRPC server: unix listener, one sl_grpc_conn per
- * accepted connection, reads, writes with back-pressure, deadline timer. */
+ * accepted connection, reads, writes with back-pressure, deadline timer.
+ * The connection limit and the idle timeout are in grpc_limits.c. */
 #include "grpc/grpc_server.h"
 
 #include <errno.h>
+#include <nghttp2/nghttp2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "grpc/grpc_server_impl.h"
 #include "sluice/error.h"
 
 #define WRITE_IOVS 16
-
-typedef struct gconn gconn;
-
-struct sl_grpc_server {
-    uv_loop_t *loop;
-    sl_grpc_config cfg;
-    uv_pipe_t listener;
-    bool listening;
-    char *path; /* socket file, removed at close */
-    gconn *conns;
-    size_t nconns;
-    bool closing;
-    bool listener_closed;
-    void (*close_cb)(sl_grpc_server *s, void *arg);
-    void *close_arg;
-};
-
-struct gconn {
-    sl_grpc_server *srv;
-    gconn *prev, *next;
-    uv_pipe_t pipe;
-    uv_timer_t timer; /* call deadlines; the cut-off at shutdown */
-    uv_idle_t idle;   /* output from a handler that answered later */
-    sl_grpc_conn *core;
-    sl_grpc_conn_io io;
-    sl_bufq out;
-    uv_write_t wreq;
-    size_t inflight; /* bytes handed to uv_write */
-    bool reading;
-    bool failed; /* protocol error: send what is queued, then close */
-    bool closing;
-    int open_handles;
-    char rbuf[SL_GRPC_READ_CHUNK];
-};
-
-static void conn_close(gconn *g);
-static void pump(gconn *g);
+/* At most this many bytes are read and dropped before a close. */
+#define DRAIN_MAX (256u * 1024)
 
 static uint64_t io_now(void *data)
 {
@@ -60,7 +30,7 @@ static void idle_cb(uv_idle_t *h)
 {
     gconn *g = h->data;
     uv_idle_stop(h);
-    pump(g);
+    sl_gconn_pump(g);
 }
 
 static void io_wake(void *data)
@@ -78,10 +48,11 @@ static void write_cb(uv_write_t *req, int status)
     if (g->closing)
         return;
     if (status < 0) {
-        conn_close(g);
+        sl_gconn_close(g);
         return;
     }
-    pump(g);
+    sl_gsrv_touch(g);
+    sl_gconn_pump(g);
 }
 
 static void start_write(gconn *g)
@@ -98,7 +69,7 @@ static void start_write(gconn *g)
     g->wreq.data = g;
     if (uv_write(&g->wreq, (uv_stream_t *)&g->pipe, bufs, (unsigned)n, write_cb) < 0) {
         g->inflight = 0;
-        conn_close(g);
+        sl_gconn_close(g);
     }
 }
 
@@ -106,19 +77,24 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     (void)hint;
     gconn *g = h->data;
-    *buf = uv_buf_init(g->rbuf, sizeof(g->rbuf));
+    *buf = uv_buf_init(g->srv->rbuf, sizeof(g->srv->rbuf));
 }
 
 static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
     gconn *g = st->data;
     if (n < 0) {
-        conn_close(g); /* EOF or error: the peer is gone */
+        sl_gconn_close(g); /* EOF or error: the peer is gone */
         return;
     }
-    if (n > 0 && sl_grpc_conn_recv(g->core, (const uint8_t *)buf->base, (size_t)n) < 0)
-        g->failed = true;
-    pump(g);
+    if (g->shut)
+        return; /* lingering after our GOAWAY: input is dropped */
+    if (n > 0) {
+        sl_gsrv_touch(g);
+        if (sl_grpc_conn_recv(g->core, (const uint8_t *)buf->base, (size_t)n) < 0)
+            g->failed = true;
+    }
+    sl_gconn_pump(g);
 }
 
 static void set_reading(gconn *g, bool on)
@@ -135,18 +111,18 @@ static void set_reading(gconn *g, bool on)
 static void timer_cb(uv_timer_t *t)
 {
     gconn *g = t->data;
-    if (g->srv->closing) {
-        conn_close(g); /* did not drain in time */
+    if (g->srv->closing || g->goaway) {
+        sl_gconn_close(g); /* did not drain in time */
         return;
     }
     sl_grpc_conn_expire(g->core, uv_now(g->srv->loop));
-    pump(g);
+    sl_gconn_pump(g);
 }
 
 static void arm_deadline(gconn *g)
 {
-    if (g->srv->closing)
-        return; /* the shutdown cut-off owns the timer */
+    if (g->srv->closing || g->goaway)
+        return; /* the cut-off owns the timer */
     uint64_t next = sl_grpc_conn_next_deadline(g->core);
     if (next == UINT64_MAX) {
         uv_timer_stop(&g->timer);
@@ -156,19 +132,39 @@ static void arm_deadline(gconn *g)
     uv_timer_start(&g->timer, timer_cb, next > t ? next - t : 0, 0);
 }
 
+static void shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+/* Our GOAWAY is out: shut our side, wait for the peer's EOF. */
+static void linger(gconn *g)
+{
+    g->shut = true;
+    if (uv_shutdown(&g->sreq, (uv_stream_t *)&g->pipe, shutdown_cb) < 0) {
+        sl_gconn_close(g);
+        return;
+    }
+    set_reading(g, true);
+}
+
 /* Moves output from the session to the socket and decides about reading
  * and closing. Never called from inside the session. */
-static void pump(gconn *g)
+void sl_gconn_pump(gconn *g)
 {
-    if (g->closing)
+    if (g->closing || g->shut)
         return;
     if (sl_grpc_conn_send(g->core, &g->out, SL_GRPC_OUTPUT_HIGH_WATER) < 0)
         g->failed = true;
     start_write(g);
     bool want_read = !g->failed && sl_grpc_conn_want_read(g->core);
     bool more = !g->failed && sl_grpc_conn_want_write(g->core);
-    if (!want_read && !more && sl_bufq_len(&g->out) == 0) {
-        conn_close(g);
+    if ((!want_read || g->goaway) && !more && sl_bufq_len(&g->out) == 0) {
+        if (g->goaway)
+            linger(g);
+        else
+            sl_gconn_close(g);
         return;
     }
     set_reading(g, want_read && sl_bufq_len(&g->out) < SL_GRPC_OUTPUT_HIGH_WATER);
@@ -177,7 +173,8 @@ static void pump(gconn *g)
 
 static void server_maybe_done(sl_grpc_server *s)
 {
-    if (s->closing && s->listener_closed && !s->conns && s->close_cb)
+    if (s->closing && s->listener_closed && s->idle_timer_closed && !s->conns && !s->lingering &&
+        s->close_cb)
         s->close_cb(s, s->close_arg);
 }
 
@@ -199,11 +196,14 @@ static void handle_closed(uv_handle_t *h)
     server_maybe_done(s);
 }
 
-static void conn_close(gconn *g)
+void sl_gconn_close(gconn *g)
 {
     if (g->closing)
         return;
     g->closing = true;
+    if (g->goaway)
+        g->srv->ngoaway--;
+    sl_gsrv_lru_remove(g);
     /* Free the session first: handlers that answer later then find their
      * call detached instead of waking a closing handle. */
     sl_grpc_conn_free(g->core);
@@ -214,20 +214,198 @@ static void conn_close(gconn *g)
     uv_close((uv_handle_t *)&g->idle, handle_closed);
 }
 
-static void reject_closed(uv_handle_t *h)
+/* Reads and drops what the peer already sent: closing a unix socket with
+ * unread bytes makes the peer's next read fail with ECONNRESET. */
+static void drain_input(sl_grpc_server *s, uv_stream_t *st)
 {
-    free(h);
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)st, &fd) < 0)
+        return;
+    for (size_t total = 0; total < DRAIN_MAX;) {
+        ssize_t n = recv(fd, s->rbuf, sizeof(s->rbuf), MSG_DONTWAIT);
+        if (n <= 0)
+            return;
+        total += (size_t)n;
+    }
 }
 
-/* Accepts and closes at once: the connection limit is reached. */
-static void reject(sl_grpc_server *s)
+void sl_gconn_goaway(gconn *g, uint32_t error_code, const char *debug)
 {
-    uv_pipe_t *p = malloc(sizeof(*p));
-    if (!p)
+    if (g->closing || g->goaway)
         return;
-    uv_pipe_init(s->loop, p, 0);
-    uv_accept((uv_stream_t *)&s->listener, (uv_stream_t *)p);
-    uv_close((uv_handle_t *)p, reject_closed);
+    sl_gsrv_lru_remove(g);
+    g->goaway = true;
+    g->srv->ngoaway++;
+    if (sl_grpc_conn_goaway(g->core, error_code, debug) < 0) {
+        sl_gconn_close(g);
+        return;
+    }
+    uv_timer_start(&g->timer, timer_cb, SL_GRPC_SHUTDOWN_TIMEOUT_MS, 0);
+    sl_gconn_pump(g);
+}
+
+/* Writes what the session has queued (our SETTINGS, a GOAWAY) if the
+ * socket takes it at once (uv_try_write refuses while an earlier write is
+ * not fully written). */
+static void write_now(sl_grpc_conn *core, uv_stream_t *st)
+{
+    sl_bufq q;
+    struct iovec iov[WRITE_IOVS];
+    uv_buf_t bufs[WRITE_IOVS];
+    sl_bufq_init(&q);
+    if (sl_grpc_conn_send(core, &q, SL_GRPC_OUTPUT_HIGH_WATER) == SL_OK) {
+        int n = sl_bufq_peek(&q, iov, WRITE_IOVS);
+        for (int i = 0; i < n; i++)
+            bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
+        if (n > 0)
+            uv_try_write(st, bufs, (unsigned)n);
+    }
+    sl_bufq_fini(&q);
+}
+
+void sl_gconn_evict(gconn *g, const char *debug)
+{
+    if (g->closing)
+        return;
+    /* Queued bytes not yet handed to uv_write would come before the GOAWAY:
+     * then just close. Bytes handed over but not yet written make
+     * uv_try_write refuse (those already written are in order). */
+    if (sl_bufq_len(&g->out) == g->inflight &&
+        sl_grpc_conn_goaway(g->core, NGHTTP2_NO_ERROR, debug) == SL_OK)
+        write_now(g->core, (uv_stream_t *)&g->pipe);
+    drain_input(g->srv, (uv_stream_t *)&g->pipe);
+    sl_gconn_close(g);
+}
+
+static uint64_t no_clock(void *data)
+{
+    (void)data;
+    return 0;
+}
+
+/* A refused connection's session only writes. */
+static const sl_grpc_conn_io refused_io = {.now = no_clock};
+
+struct refused {
+    sl_grpc_server *srv;
+    refused *prev, *next; /* srv->lingering */
+    uv_pipe_t pipe;
+    uv_timer_t timer;
+    uv_shutdown_t sreq;
+    int open_handles;
+    bool closing;
+};
+
+static void refused_closed(uv_handle_t *h)
+{
+    refused *r = h->data;
+    if (--r->open_handles > 0)
+        return;
+    sl_grpc_server *s = r->srv;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->lingering = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    s->nlingering--;
+    free(r);
+    server_maybe_done(s);
+}
+
+static void refused_close(refused *r)
+{
+    if (r->closing)
+        return;
+    r->closing = true;
+    r->open_handles = 2;
+    uv_close((uv_handle_t *)&r->pipe, refused_closed);
+    uv_close((uv_handle_t *)&r->timer, refused_closed);
+}
+
+static void refused_timer_cb(uv_timer_t *t)
+{
+    refused_close(t->data);
+}
+
+static void refused_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    refused *r = h->data;
+    *buf = uv_buf_init(r->srv->rbuf, sizeof(r->srv->rbuf));
+}
+
+static void refused_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (n < 0) /* the peer closed: it has read what we sent */
+        refused_close(st->data);
+}
+
+static void refused_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)req;
+    (void)status;
+}
+
+static void log_refusal(sl_grpc_server *s)
+{
+    uint64_t now = uv_now(s->loop);
+    if (s->refusal_logged && now - s->refusal_logged < SL_GRPC_REFUSAL_LOG_MS)
+        return;
+    s->refusal_logged = now;
+    fprintf(stderr,
+            "sluiced: CRI connection refused: %zu connections open (max-grpc-connections %u), "
+            "each with a call in progress; %zu refused so far\n",
+            s->nopen, s->cfg.max_connections, s->stats.refused);
+}
+
+/* Our SETTINGS and GOAWAY(REFUSED_STREAM) saying why, written at once. */
+static void write_refusal(sl_grpc_server *s, uv_stream_t *st)
+{
+    char why[160];
+    sl_grpc_conn *core = NULL;
+    if (sl_grpc_conn_new(&s->cfg, &refused_io, &core) < 0)
+        return;
+    snprintf(why, sizeof(why),
+             "sluiced: %zu connections open (the limit), each with a call in progress", s->nopen);
+    if (sl_grpc_conn_goaway(core, NGHTTP2_REFUSED_STREAM, why) == SL_OK)
+        write_now(core, st);
+    sl_grpc_conn_free(core);
+}
+
+/* Accepts the pending connection only to tell it why it cannot stay, then
+ * lets it linger until its peer closes (see SL_GRPC_REFUSED_LINGER_MS). */
+static void refuse(sl_grpc_server *s)
+{
+    refused *r = calloc(1, sizeof(*r));
+    if (!r)
+        return;
+    r->srv = s;
+    uv_pipe_init(s->loop, &r->pipe, 0);
+    uv_timer_init(s->loop, &r->timer);
+    r->pipe.data = r->timer.data = r->sreq.data = r;
+    r->next = s->lingering;
+    if (s->lingering)
+        s->lingering->prev = r;
+    s->lingering = r;
+    s->nlingering++;
+    s->stats.refused++;
+    log_refusal(s);
+    uv_stream_t *st = (uv_stream_t *)&r->pipe;
+    if (uv_accept((uv_stream_t *)&s->listener, st) < 0) {
+        refused_close(r);
+        return;
+    }
+    write_refusal(s, st);
+    if (s->nlingering > SL_GRPC_MAX_LINGERING || s->closing ||
+        uv_shutdown(&r->sreq, st, refused_shutdown_cb) < 0 ||
+        uv_read_start(st, refused_alloc_cb, refused_read_cb) < 0) {
+        drain_input(s, st);
+        refused_close(r);
+        return;
+    }
+    uv_timer_start(&r->timer, refused_timer_cb, SL_GRPC_REFUSED_LINGER_MS, 0);
 }
 
 static gconn *conn_new(sl_grpc_server *s)
@@ -259,20 +437,21 @@ static void accept_cb(uv_stream_t *l, int status)
     sl_grpc_server *s = l->data;
     if (status < 0 || s->closing)
         return;
-    if (s->nconns >= s->cfg.max_connections) {
-        reject(s);
+    if (!sl_gsrv_make_room(s)) {
+        refuse(s);
         return;
     }
     gconn *g = conn_new(s);
     if (!g) {
-        reject(s);
+        refuse(s);
         return;
     }
     if (uv_accept(l, (uv_stream_t *)&g->pipe) < 0) {
-        conn_close(g);
+        sl_gconn_close(g);
         return;
     }
-    pump(g); /* our SETTINGS, and start reading */
+    sl_gsrv_lru_add(g);
+    sl_gconn_pump(g); /* our SETTINGS, and start reading */
 }
 
 int sl_grpc_server_new(uv_loop_t *loop, const sl_grpc_config *cfg, sl_grpc_server **out)
@@ -282,6 +461,8 @@ int sl_grpc_server_new(uv_loop_t *loop, const sl_grpc_config *cfg, sl_grpc_serve
         return SL_ERR_NOMEM;
     s->loop = loop;
     s->cfg = *cfg;
+    s->cfg.max_connections = sl_gsrv_fd_bound(cfg->max_connections);
+    sl_gsrv_limits_init(s);
     *out = s;
     return SL_OK;
 }
@@ -339,10 +520,29 @@ size_t sl_grpc_server_connections(const sl_grpc_server *s)
     return s->nconns;
 }
 
+uint32_t sl_grpc_server_max_connections(const sl_grpc_server *s)
+{
+    return s->cfg.max_connections;
+}
+
+void sl_grpc_server_get_stats(const sl_grpc_server *s, sl_grpc_server_stats *out)
+{
+    *out = s->stats;
+    out->connections = s->nconns;
+    out->open = s->nopen;
+}
+
 static void listener_closed(uv_handle_t *h)
 {
     sl_grpc_server *s = h->data;
     s->listener_closed = true;
+    server_maybe_done(s);
+}
+
+static void idle_timer_closed(uv_handle_t *h)
+{
+    sl_grpc_server *s = h->data;
+    s->idle_timer_closed = true;
     server_maybe_done(s);
 }
 
@@ -355,13 +555,16 @@ void sl_grpc_server_close(sl_grpc_server *s, void (*cb)(sl_grpc_server *s, void 
     s->close_arg = arg;
     if (s->path)
         unlink(s->path);
+    sl_gsrv_limits_close(s, idle_timer_closed);
+    for (refused *r = s->lingering; r; r = r->next)
+        refused_close(r);
     for (gconn *g = s->conns, *next; g; g = next) {
         next = g->next;
         if (g->closing)
             continue;
         sl_grpc_conn_shutdown(g->core);
         uv_timer_start(&g->timer, timer_cb, SL_GRPC_SHUTDOWN_TIMEOUT_MS, 0);
-        pump(g); /* may close g */
+        sl_gconn_pump(g); /* may close g */
     }
     if (s->listening) {
         uv_close((uv_handle_t *)&s->listener, listener_closed);

@@ -274,11 +274,17 @@ static int record_source(import_ctx *c, const struct stat *st)
     if (!abs)
         return 0; /* only an optimisation for import_dir */
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < c->np; i++)
+    src.has_tags = 1;
+    for (size_t i = 0; rc == 0 && i < c->np; i++) {
         rc = sl_strv_push(&src.ids, c->p[i].id);
+        for (size_t t = 0; rc == 0 && t < c->p[i].tags.n; t++)
+            if (!sl_strv_has(&src.tags, c->p[i].tags.v[t]))
+                rc = sl_strv_push(&src.tags, c->p[i].tags.v[t]);
+    }
     if (rc == 0)
         rc = sl_index_set_source(c->s, &src);
     sl_strv_free(&src.ids);
+    sl_strv_free(&src.tags);
     return rc;
 }
 
@@ -418,8 +424,26 @@ static int list_tars(const char *dir, sl_strv *names, sl_error *e)
     return 0;
 }
 
-/* Was this file imported before, unchanged, and are its images all here? */
-static int unchanged(const sl_image_store *s, const char *path)
+static int tag_present(const sl_image_store *s, const char *tag)
+{
+    for (size_t i = 0; i < s->nimg; i++)
+        if (sl_strv_has(&s->img[i]->tags, tag))
+            return 1;
+    return 0;
+}
+
+/* The wanted tag is gone, and this file gave it (or may have: a record
+ * from before tags were kept): import it again, so a removed tag can be
+ * pulled back. */
+static int gives_missing(const sl_source_rec *src, const sl_image_store *s, const char *want)
+{
+    return want && *want && !tag_present(s, want) &&
+           (!src->has_tags || sl_strv_has(&src->tags, want));
+}
+
+/* Was this file imported before, unchanged, and are its images all here
+ * (and the wanted tag, if it gave it)? */
+static int unchanged(const sl_image_store *s, const char *path, const char *want)
 {
     struct stat st;
     SL_AUTOFREE char *abs = realpath(path, NULL);
@@ -433,12 +457,30 @@ static int unchanged(const sl_image_store *s, const char *path)
     for (size_t i = 0; i < src->ids.n; i++)
         if (!sl_index_image(s, src->ids.v[i]))
             return 0;
-    return 1;
+    return !gives_missing(src, s, want);
+}
+
+/* "name:tag" of ref into out ("" when it has no tag or does not parse). */
+static void want_tag(const char *ref, char *out, size_t n)
+{
+    sl_image_ref r;
+    out[0] = '\0';
+    if (ref && *ref && sl_image_ref_parse(ref, &r, NULL) == 0 && r.tag[0] &&
+        sl_image_ref_name_tag(&r, out, n) < 0)
+        out[0] = '\0';
 }
 
 int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *imported, size_t *skipped,
                               sl_error *e)
 {
+    return sl_image_store_import_dir_for(s, dir, NULL, imported, skipped, e);
+}
+
+int sl_image_store_import_dir_for(sl_image_store *s, const char *dir, const char *want,
+                                  size_t *imported, size_t *skipped, sl_error *e)
+{
+    char tag[SL_IMAGE_REF_MAX];
+    want_tag(want, tag, sizeof(tag));
     size_t ni = 0, ns = 0;
     int failed = 0;
     sl_strv names = {0};
@@ -447,7 +489,7 @@ int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *import
     for (size_t i = 0; i < names.n; i++) {
         SL_AUTOFREE char *path = sl_path_join(dir, names.v[i]);
         sl_error err = {0};
-        if (path && unchanged(s, path))
+        if (path && unchanged(s, path, tag))
             ns++;
         else if (path && sl_image_store_import(s, path, NULL, NULL, &err) == 0)
             ni++;

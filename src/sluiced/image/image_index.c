@@ -180,6 +180,16 @@ static void source_fini(sl_source_rec *src)
 {
     free(src->path);
     sl_strv_free(&src->ids);
+    sl_strv_free(&src->tags);
+}
+
+static int strv_copy(sl_strv *dst, const sl_strv *src)
+{
+    memset(dst, 0, sizeof(*dst));
+    for (size_t i = 0; i < src->n; i++)
+        if (sl_strv_push(dst, src->v[i]) < 0)
+            return -1;
+    return 0;
 }
 
 const sl_source_rec *sl_index_source(const sl_image_store *s, const char *path)
@@ -194,11 +204,8 @@ int sl_index_set_source(sl_image_store *s, const sl_source_rec *src)
 {
     sl_source_rec copy = *src;
     copy.path = strdup(src->path);
-    memset(&copy.ids, 0, sizeof(copy.ids));
-    for (size_t i = 0; copy.path && i < src->ids.n; i++)
-        if (sl_strv_push(&copy.ids, src->ids.v[i]) < 0)
-            break;
-    if (!copy.path || copy.ids.n != src->ids.n) {
+    int ids = strv_copy(&copy.ids, &src->ids), tags = strv_copy(&copy.tags, &src->tags);
+    if (!copy.path || ids < 0 || tags < 0) {
         source_fini(&copy);
         return -1;
     }
@@ -256,9 +263,14 @@ static json_t *layer_to_json(const sl_layer_rec *l)
 
 static json_t *source_to_json(const sl_source_rec *r)
 {
-    return json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "path", r->path, "size", (json_int_t)r->size,
-                     "ino", (json_int_t)r->ino, "dev", (json_int_t)r->dev, "mtime_ns",
-                     (json_int_t)r->mtime_ns, "ids", sl_strv_to_json(&r->ids));
+    json_t *j = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "path", r->path, "size", (json_int_t)r->size,
+                          "ino", (json_int_t)r->ino, "dev", (json_int_t)r->dev, "mtime_ns",
+                          (json_int_t)r->mtime_ns, "ids", sl_strv_to_json(&r->ids));
+    if (j && r->has_tags && json_object_set_new(j, "tags", sl_strv_to_json(&r->tags)) < 0) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 static json_t *index_to_json(const sl_image_store *s)
@@ -358,15 +370,20 @@ static int load_source(sl_image_store *s, const json_t *j)
     sl_source_rec src = {0};
     uint64_t mtime;
     src.path = (char *)json_string_value(json_object_get(j, "path"));
+    const json_t *tags = json_object_get(j, "tags");
+    src.has_tags = tags != NULL;
     if (!src.path || u64_field(j, "size", &src.size) < 0 || u64_field(j, "ino", &src.ino) < 0 ||
         u64_field(j, "dev", &src.dev) < 0 || u64_field(j, "mtime_ns", &mtime) < 0 ||
-        sl_strv_from_json(&src.ids, json_object_get(j, "ids")) < 0) {
+        sl_strv_from_json(&src.ids, json_object_get(j, "ids")) < 0 ||
+        sl_strv_from_json(&src.tags, tags) < 0) {
         sl_strv_free(&src.ids);
+        sl_strv_free(&src.tags);
         return -1;
     }
     src.mtime_ns = (int64_t)mtime;
     int rc = sl_index_set_source(s, &src);
     sl_strv_free(&src.ids);
+    sl_strv_free(&src.tags);
     return rc;
 }
 

@@ -122,6 +122,8 @@ typedef struct sl_source_rec {
     uint64_t size, ino, dev;
     int64_t mtime_ns;
     sl_strv ids;
+    sl_strv tags; /* the name:tag references it gave */
+    int has_tags; /* tags were recorded (not by versions before them) */
 } sl_source_rec;
 
 struct sl_image_store {

@@ -136,6 +136,11 @@ int sl_image_store_import(sl_image_store *s, const char *path, const char *extra
  * describing the first failure. */
 int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *imported, size_t *skipped,
                               sl_error *e);
+/* The same, for a pull of want (a reference): a file that gave want's
+ * name:tag is imported again when no image has that tag any more (it was
+ * removed), although the file and its images are unchanged. */
+int sl_image_store_import_dir_for(sl_image_store *s, const char *dir, const char *want,
+                                  size_t *imported, size_t *skipped, sl_error *e);
 void sl_image_ids_free(char **ids);
 
 /* Finds an image by id ("sha256:<hex>" or the 64 hex), repo tag (any form

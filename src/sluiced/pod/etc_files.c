@@ -294,6 +294,6 @@ void sl_pod_etc_mounts(const char *dir, bool readonly, sl_oci_mount *mounts, siz
             continue;
         }
         keep[i] = src;
-        mounts[(*n)++] = (sl_oci_mount){files[i].container_path, src, readonly, 0};
+        mounts[(*n)++] = (sl_oci_mount){files[i].container_path, src, readonly, 0, false};
     }
 }
