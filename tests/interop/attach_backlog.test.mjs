@@ -2,15 +2,17 @@
 // item 9). The monitor never slows the container or its log for a client:
 // a client that falls more than attach-backlog bytes behind is cut with an
 // error (containerd 1.6 does the opposite: one slow client holds the
-// container's output and its log). Here attach-backlog is 1 MiB, a quarter
-// of the default, and:
+// container's output and its log). Here attach-backlog is 8 MiB, twice the
+// default (the message names it: the key is honoured), and:
 //   - clients that read at full speed (ws v5; kubectl attach on both
 //     transports) are not cut over several seconds, and get every line;
 //   - a client that stops reading is cut: once it reads again it gets what
 //     was sent before the cut, then InternalError "attach client fell more
-//     than 1048576 bytes behind (attach-backlog)"; sluiced logs it; the log
-//     grew as fast while it stalled as before it attached, and a fast
-//     client attached at the same time went on.
+//     than 8388608 bytes behind (attach-backlog)"; sluiced logs it; the log
+//     kept growing while it stalled (a held container's log stops), and a
+//     fast client attached at the same time went on.
+// A 1 MiB backlog left too little slack for a client on a loaded 2-core
+// machine (a pause of node or of an ASan sluiced of ~0.3 s cut it).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, before, describe, test } from 'node:test';
@@ -19,9 +21,9 @@ import { SluicedInstance, skipReason } from './lib/sluiced.mjs';
 import { CH, V5, connect } from './lib/session.mjs';
 
 const NS = 'sluice-test';
-const BACKLOG = 1024 * 1024;
+const BACKLOG = 8 * 1024 * 1024;
 const FAST_MS = 6000;
-const STALL_MS = 3000;
+const CUT_WITHIN_MS = 30000; // socket buffers fill first: slower under ASan
 const skip = skipReason();
 
 // Checks that chunks are an unbroken run of "y\n" lines; counts bytes.
@@ -85,7 +87,7 @@ describe('attach to a container writing as fast as it can', { skip, timeout: 180
       await s.waitClosed();
       assert.equal(chk.bad, null);
       t.diagnostic(`received ${(chk.bytes / 1e6).toFixed(1)} MB in ${FAST_MS} ms`);
-      assert.ok(chk.bytes > 4 * BACKLOG, `only ${chk.bytes} bytes`);
+      assert.ok(chk.bytes > BACKLOG, `only ${chk.bytes} bytes`); // past the bound
     });
 
   for (const [tr, env] of Object.entries(TRANSPORTS)) {
@@ -111,7 +113,7 @@ describe('attach to a container writing as fast as it can', { skip, timeout: 180
           // only from there: tolerate that start, nothing else.
           assert.ok(chk.bad === null || /at byte 0:/.test(chk.bad), chk.bad);
           t.diagnostic(`kubectl got ${(chk.bytes / 1e6).toFixed(1)} MB in ${FAST_MS} ms`);
-          assert.ok(chk.bytes > 4 * BACKLOG, `only ${chk.bytes} bytes; stderr ${err}`);
+          assert.ok(chk.bytes > BACKLOG, `only ${chk.bytes} bytes; stderr ${err}`);
         } finally {
           await kf.stop();
         }
@@ -125,20 +127,28 @@ describe('attach to a container writing as fast as it can', { skip, timeout: 180
       const f = await attachWs((d) => fast.feed(d));
       const stalled = new YesChecker();
       const s = await attachWs((d) => stalled.feed(d));
+      const mark = sd.proc.stderr.length; // earlier tests' lines do not count
       s.ws._socket.pause(); // TCP back-pressure from here on
-      const during = await logRate(STALL_MS);
+      const cutLine = new RegExp('sluiced: attach session \\w+ to container \\w+ ended: attach ' +
+        `client fell more than ${BACKLOG} bytes behind \\(attach-backlog\\)`);
+      const cut = () => cutLine.test(sd.proc.stderr.slice(mark));
+      const rates = [];
+      do rates.push(await logRate(500));
+      while (rates.length * 500 < CUT_WITHIN_MS && !cut());
+      const during = rates.reduce((a, b) => a + b, 0) / rates.length;
       t.diagnostic(`log ${(baseline / 1e6).toFixed(0)} MB/s before, ` +
-        `${(during / 1e6).toFixed(0)} MB/s while a client stalled`);
-      assert.ok(during > 0.5 * baseline, 'the log slowed down while a client stalled');
-      const cutLine = /sluiced: attach session \w+ to container \w+ ended: attach client fell more than 1048576 bytes behind \(attach-backlog\)/;
-      assert.match(sd.proc.stderr, cutLine);
+        `${(during / 1e6).toFixed(0)} MB/s while a client stalled (${rates.length / 2} s)`);
+      assert.ok(cut(), `no cut within ${CUT_WITHIN_MS} ms`);
+      // Held for the stalled client, the log would stop (containerd: 20 MB/s
+      // to 0); a fraction is left for the CPU the two clients take.
+      assert.ok(during > 0.25 * baseline, 'the log slowed down while a client stalled');
       s.ws._socket.resume();
       await s.waitClosed(20000);
       const st = JSON.parse(s.text(CH.ERROR));
       assert.equal(st.status, 'Failure');
       assert.equal(st.reason, 'InternalError');
       assert.equal(st.message, 'Internal error occurred: error attaching to container: ' +
-        'attach client fell more than 1048576 bytes behind (attach-backlog)');
+        `attach client fell more than ${BACKLOG} bytes behind (attach-backlog)`);
       assert.equal(stalled.bad, null); // what it got before the cut is intact
       assert.equal(f.closeInfo, null, `the fast client was cut too: ${f.summary()}`);
       const before = fast.bytes;
