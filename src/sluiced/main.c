@@ -26,6 +26,7 @@ typedef struct sluiced {
     uv_signal_t sigint, sigterm;
     bool stopping; /* close requested */
     int closing;   /* servers still closing */
+    int rc;        /* the exit status */
 } sluiced;
 
 static void stream_config(const sl_config *c, sl_server_config *s)
@@ -112,19 +113,35 @@ static void stream_closed(sl_server *s, void *arg)
     one_closed(arg);
 }
 
-static void signal_cb(uv_signal_t *h, int sig)
+static void stop(sluiced *d)
 {
-    (void)sig;
-    sluiced *d = h->data;
+    if (d->stopping)
+        return;
     uv_signal_stop(&d->sigint);
     uv_signal_stop(&d->sigterm);
     d->stopping = true;
     d->closing = 2;
+    /* First, so that calls it ends are answered before the GOAWAY. The pod
+     * monitors keep running (so do their containers); only our connections
+     * to them close, so the loop can end. */
+    sl_rt_detach(&d->cri.rt);
     sl_grpc_server_close(d->grpc, grpc_closed, d);
     sl_server_close(d->stream, stream_closed, d);
-    /* The pod monitors keep running (so do their containers); only our
-     * connections to them close, so the loop can end. */
-    sl_rt_detach(&d->cri.rt);
+}
+
+static void signal_cb(uv_signal_t *h, int sig)
+{
+    (void)sig;
+    stop(h->data);
+}
+
+/* The --import file could not be imported: sluiced stops. */
+static void import_fatal(void *arg, const sl_error *e)
+{
+    sluiced *d = arg;
+    fprintf(stderr, "sluiced: stopping: %s\n", e->msg);
+    d->rc = 1;
+    stop(d);
 }
 
 static int run(sluiced *d)
@@ -143,8 +160,9 @@ static int run(sluiced *d)
     d->sigint.data = d->sigterm.data = d;
     uv_signal_start(&d->sigint, signal_cb, SIGINT);
     uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
+    sl_rt_start_imports(&d->cri.rt, import_fatal, d); /* the socket is up: calls are served */
     uv_run(d->loop, UV_RUN_DEFAULT);
-    return 0;
+    return d->rc;
 }
 
 /* Closes whatever a failed start left open so the loop can be closed. */

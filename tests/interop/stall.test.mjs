@@ -105,8 +105,9 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
       command: ['sh', '-c', `while :; do yes 0123456789abcdef | head -c ${SIZE} | ` +
         `nc -l -p ${pfPort}; done`],
     });
-    fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
-    fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
+    const asanOptions = 'quarantine_size_mb=4';
+    fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint, asanOptions });
+    fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint, asanOptions });
     want = expectedSha();
   }, { timeout: 120000 });
 

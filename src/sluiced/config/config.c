@@ -10,8 +10,10 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "cri/mon_spawn.h"
 #include "fsutil.h"
 #include "mon_proto.h"
+#include "pod/cni.h"
 #include "server/url.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
@@ -98,6 +100,10 @@ static const key keys[] = {
     {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR[:DIR]",
      "CNI plugin binaries, searched in order"},
     {"runtime-path", K_TEXT, F(runtime_path), 0, 0, "PATH", "OCI runtime binary (runc)"},
+    {"cni-plugin-timeout-ms", K_U32, F(cni_plugin_timeout_ms), 1, U32MAX, "MS",
+     "a CNI plugin (ADD or DEL) running longer is killed, and the call fails naming it"},
+    {"monitor-start-timeout-ms", K_U32, F(monitor_start_timeout_ms), 1, U32MAX, "MS",
+     "a pod monitor not listening after this is killed (RunPodSandbox fails)"},
     {"stats-fs-refresh-ms", K_U32, F(stats_fs_refresh_ms), 0, U32MAX, "MS",
      "a container's writable layer is walked for its usage again after this"},
     {"stats-cpu-window-ms", K_U32, F(stats_cpu_window_ms), 1, U32MAX, "MS",
@@ -139,6 +145,8 @@ void sl_config_init(sl_config *c)
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;
     c->cni_bin_dir = SLUICED_DEFAULT_CNI_BIN_DIR;
     c->runtime_path = SLUICED_DEFAULT_RUNTIME_PATH;
+    c->cni_plugin_timeout_ms = SL_CNI_DEFAULT_PLUGIN_TIMEOUT_MS;
+    c->monitor_start_timeout_ms = SL_MON_DEFAULT_START_TIMEOUT_MS;
     c->stats_fs_refresh_ms = SLUICED_DEFAULT_STATS_FS_REFRESH_MS;
     c->stats_cpu_window_ms = SLUICED_DEFAULT_STATS_CPU_WINDOW_MS;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cri/image_jobs.h"
 #include "fsutil.h"
 
 /* The monitor sits next to sluiced when installed, or in its own folder
@@ -103,14 +104,13 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
         return sl_error_set(e, ENOMEM, "runtime");
     if (sl_mkdir_p(rt->pods_run_dir, 0711, e) < 0 || sl_mkdir_p(cfg->state_dir, 0711, e) < 0)
         return -1;
-    rt->images = sl_image_store_open(cfg->image_dir, NULL, e);
+    rt->images = sl_image_store_open_flags(cfg->image_dir, NULL, SL_IMAGE_DEFER_DELETES, e);
     if (!rt->images)
         return sl_error_wrap(e, "image store");
-    sl_error ie;
-    if (cfg->import_dir && sl_mkdir_p(cfg->import_dir, 0755, &ie) == 0)
-        sl_image_store_import_dir(rt->images, cfg->import_dir, NULL, NULL, &ie);
-    if (cfg->import_file && sl_image_store_import(rt->images, cfg->import_file, NULL, NULL, e) < 0)
-        return sl_error_wrap(e, "import %s", cfg->import_file);
+    rt->imgq = sl_imgq_new(loop, rt->images);
+    if (!rt->imgq)
+        return sl_error_set(e, ENOMEM, "image store");
+    sl_imgq_collect(rt->imgq); /* what recovery left to delete */
     sl_error le;
     if (sl_model_load(&rt->model, cfg->state_dir, &le) < 0)
         fprintf(stderr, "sluiced: some state could not be read: %s\n", le.msg);
@@ -122,12 +122,30 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
             fprintf(stderr, "sluiced: %s\n", me.msg);
     }
     sl_rt_stream_init(rt);
+    sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
     return 0;
+}
+
+void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e), void *arg)
+{
+    const sl_config *cfg = rt->cfg;
+    sl_error e;
+    sl_imgq_set_fatal(rt->imgq, fatal, arg);
+    if (cfg->import_dir && (sl_mkdir_p(cfg->import_dir, 0755, &e) < 0 ||
+                            sl_imgq_scan(rt->imgq, cfg->import_dir, NULL, &e) < 0))
+        fprintf(stderr, "sluiced: import directory: %s\n", e.msg);
+    if (cfg->import_file)
+        sl_imgq_import(rt->imgq, cfg->import_file, true);
 }
 
 void sl_rt_detach(sl_rt *rt)
 {
+    /* Subscribers get their UNAVAILABLE trailers now, ahead of the GOAWAY
+     * that ends their connections. */
+    sl_events_fini(&rt->events);
     rt->detached = true;
+    if (rt->imgq)
+        sl_imgq_stop(rt->imgq); /* the running import is cancelled */
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         sl_monc *m = p->mon;
         p->mon = NULL;
@@ -139,6 +157,7 @@ void sl_rt_close(sl_rt *rt)
 {
     sl_events_fini(&rt->events);
     sl_model_fini(&rt->model);
+    sl_imgq_free(rt->imgq);
     if (rt->images)
         sl_image_store_close(rt->images);
     free(rt->mon_path);
