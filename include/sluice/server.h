@@ -36,6 +36,9 @@
 #define SL_DEFAULT_KEEPALIVE_IDLE_MS 30000u
 #define SL_DEFAULT_KEEPALIVE_INTERVAL_MS 10000u
 #define SL_DEFAULT_KEEPALIVE_COUNT 3u
+/* A tty exec or attach waits this long for the client's first terminal
+ * size before it starts (clients send it right after the streams). */
+#define SL_DEFAULT_TTY_SIZE_WAIT_MS 100u
 
 typedef struct sl_server_config {
     const char *address;            /* listen address, IPv4 or IPv6 literal */
@@ -56,6 +59,7 @@ typedef struct sl_server_config {
     uint32_t keepalive_idle_ms;     /* TCP keepalive after this much silence; 0 = off */
     uint32_t keepalive_interval_ms; /* between unanswered probes (>= 1000 in effect) */
     uint32_t keepalive_count;       /* unanswered probes that end the connection */
+    uint32_t tty_size_wait_ms;      /* tty: wait for the first size; 0 = start at once */
 } sl_server_config;
 
 typedef struct sl_server sl_server;

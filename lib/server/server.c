@@ -25,6 +25,7 @@ void sl_server_config_init(sl_server_config *c)
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
+    c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
 }
 
 static void free_payload(void *p)

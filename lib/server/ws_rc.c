@@ -191,6 +191,7 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         .json_status = w->version >= 4,
         .idle_timeout_ms = srv->cfg.idle_timeout_ms,
         .stdin_high_water = srv->cfg.output_high_water,
+        .tty_size_wait_ms = srv->cfg.tty_size_wait_ms, /* every version has a resize channel */
     };
     w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), srv->cfg.max_ws_message);
     w->rc = w->ws ? sl_rc_new(srv->loop, srv->rt, &p, &ws_transport, w) : NULL;

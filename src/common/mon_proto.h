@@ -26,6 +26,9 @@
 #define SL_MON_LOG_LINE_MAX 16384                /* longer lines become P records + F */
 #define SL_MON_MAX_ID 128                        /* bytes of a container/exec/session id */
 #define SL_MON_MAX_QUEUED 1024 /* outbound packets queued before the peer counts as stuck */
+/* The range of attach's "backlog" (sluiced's attach-backlog). */
+#define SL_MON_ATTACH_BACKLOG_MIN (64u * 1024)
+#define SL_MON_ATTACH_BACKLOG_MAX (1024u * 1024 * 1024)
 /* The monitor's sockets live in <run-dir>/pods/<pod id, 64 hex>/: its
  * control socket, and briefly one console socket per tty container or
  * exec, whose name is never longer. sluiced refuses a run dir for which

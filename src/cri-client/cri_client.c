@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536u
-#define OUT_BATCH 65536u /* bytes gathered from nghttp2 before writing */
-#define LPM_HEADER 5u    /* gRPC length-prefixed message header */
+#define OUT_BATCH 65536u  /* bytes gathered from nghttp2 before writing */
+#define LPM_HEADER 5u     /* gRPC length-prefixed message header */
+#define IDLE_READS_MAX 16 /* reads that sl_cri_client_usable gives what came meanwhile */
 
 typedef struct call {
     int32_t stream_id;
@@ -572,6 +573,18 @@ int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_clie
     }
     *out = c;
     return 0;
+}
+
+bool sl_cri_client_usable(sl_cri_client *c)
+{
+    if (c->broken)
+        return false;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    sl_cri_err err;
+    for (int i = 0; i < IDLE_READS_MAX && poll(&p, 1, 0) > 0; i++)
+        if (!(p.revents & POLLIN) || read_some(c, &err) < 0)
+            return false; /* closed, or an error while it idled */
+    return nghttp2_session_check_request_allowed(c->h2) != 0; /* 0 after a GOAWAY */
 }
 
 const char *sl_cri_client_endpoint(const sl_cri_client *c)

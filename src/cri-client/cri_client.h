@@ -104,6 +104,12 @@ int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMess
                          const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
                          uint32_t timeout_ms, sl_cri_err *err);
 
+/* Whether a client that sat idle can take a call: not after a transport
+ * failure, nor once the runtime closed the connection or sent GOAWAY
+ * meanwhile (sluiced does both to connections idle for
+ * grpc-idle-timeout-ms). Reads what arrived without blocking. */
+bool sl_cri_client_usable(sl_cri_client *c);
+
 /* The endpoint as given to connect. */
 const char *sl_cri_client_endpoint(const sl_cri_client *c);
 

@@ -64,6 +64,7 @@ static void stream_config(const sl_config *c, sl_server_config *s)
     s->keepalive_idle_ms = c->keepalive_idle_ms;
     s->keepalive_interval_ms = c->keepalive_interval_ms;
     s->keepalive_count = c->keepalive_count;
+    s->tty_size_wait_ms = c->tty_size_wait_ms;
 }
 
 static int start_stream(sluiced *d, sl_error *e)

@@ -45,6 +45,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.keepalive_idle_ms, 30000);
     assert_int_equal(c.keepalive_interval_ms, 10000);
     assert_int_equal(c.keepalive_count, 3);
+    assert_int_equal(c.tty_size_wait_ms, 100);
+    assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
     assert_int_equal(c.max_grpc_connections, 4096);
     assert_int_equal(c.grpc_idle_timeout_ms, 300000);
     assert_int_equal(c.max_grpc_stream_backlog, 1024 * 1024);
@@ -91,6 +93,8 @@ static void test_set_values(void **state)
     assert_string_equal(c.stream_base_path, "/cri/");
     assert_int_equal(sl_config_set(&c, "keepalive-idle-ms", "0", &e), 0); /* off */
     assert_int_equal(c.keepalive_idle_ms, 0);
+    assert_int_equal(sl_config_set(&c, "tty-size-wait-ms", "0", &e), 0); /* start at once */
+    assert_int_equal(c.tty_size_wait_ms, 0);
     assert_int_equal(sl_config_set(&c, "log-level", "debug", &e), 0);
     assert_int_equal(c.log_level, SL_LOG_DEBUG);
     assert_int_equal(sl_config_set(&c, "log-level", "warning", &e), 0);
@@ -176,6 +180,9 @@ static void test_set_errors(void **state)
     expect_error(sl_config_set(&c, "keepalive-count", "0", &e), &e, "keepalive-count");
     expect_error(sl_config_set(&c, "keepalive-count", "128", &e), &e, "out of range (1..127)");
     expect_error(sl_config_set(&c, "keepalive-interval-ms", "0", &e), &e, "keepalive-interval-ms");
+    expect_error(sl_config_set(&c, "tty-size-wait-ms", "60001", &e), &e, "out of range (0..60000)");
+    expect_error(sl_config_set(&c, "attach-backlog", "65535", &e), &e, "attach-backlog");
+    expect_error(sl_config_set(&c, "attach-backlog", "1073741825", &e), &e, "out of range");
     expect_error(sl_config_set(&c, "state-dir", "relative/dir", &e), &e, "state-dir");
     expect_error(sl_config_set(&c, "state-dir", "", &e), &e, "must not be empty");
     expect_error(sl_config_set(&c, "runtime-path", "", &e), &e, "runtime-path");

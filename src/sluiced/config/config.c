@@ -72,6 +72,11 @@ static const key keys[] = {
      "between unanswered keepalive probes"},
     {"keepalive-count", K_U32, F(keepalive_count), 1, 127, "N",
      "unanswered keepalive probes that end a streaming connection"},
+    {"tty-size-wait-ms", K_U32, F(tty_size_wait_ms), 0, 60000, "MS",
+     "a tty exec/attach waits this long for the client's terminal size, 0 = not"},
+    {"attach-backlog", K_U32, F(attach_backlog), SL_MON_ATTACH_BACKLOG_MIN,
+     SL_MON_ATTACH_BACKLOG_MAX, "BYTES",
+     "output an attach client may fall behind before it is cut (never slows the container)"},
     {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
      "streaming request line at most"},
     {"max-headers", K_U32, F(max_headers), 1, U32MAX, "N", "streaming request header fields"},
@@ -156,6 +161,8 @@ void sl_config_init(sl_config *c)
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
+    c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
+    c->attach_backlog = SL_MON_ATTACH_BACKLOG;
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;

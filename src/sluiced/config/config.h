@@ -74,6 +74,8 @@ typedef struct sl_config {
     uint32_t max_ws_message;
     uint32_t max_sessions;
     uint32_t keepalive_idle_ms, keepalive_interval_ms, keepalive_count;
+    uint32_t tty_size_wait_ms;
+    uint32_t attach_backlog; /* bytes an attach client may fall behind (monitor) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;

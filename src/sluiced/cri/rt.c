@@ -56,10 +56,31 @@ static void log_mon_event(const sl_pod *p, const json_t *event)
     }
 }
 
+/* The monitor could not write a container's CRI log (a full disk), or can
+ * again: said in sluiced's log too, with the totals dropped so far. */
+static void log_dropped(const json_t *ev)
+{
+    const char *err = json_string_value(json_object_get(ev, "error"));
+    char bytes[24], records[24];
+    snprintf(bytes, sizeof(bytes), "%" JSON_INTEGER_FORMAT,
+             json_integer_value(json_object_get(ev, "dropped_bytes")));
+    snprintf(records, sizeof(records), "%" JSON_INTEGER_FORMAT,
+             json_integer_value(json_object_get(ev, "dropped_records")));
+    sl_log(err ? SL_LOG_WARN : SL_LOG_INFO,
+           err ? "CRI log cannot be written: dropping whole records"
+               : "CRI log can be written again",
+           "container", sl_mon_str(ev, "container_id"), "path", sl_mon_str(ev, "path"), "error",
+           err, "dropped_bytes", bytes, "dropped_records", records, NULL);
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
     sl_rt *rt = p->owner;
+    if (event && !strcmp(sl_mon_str(event, "type"), "log_dropped")) {
+        log_dropped(event);
+        return;
+    }
     log_mon_event(p, event);
     if (!event) { /* the connection is gone; reconnect on next use */
         sl_monc *m = p->mon;
