@@ -40,6 +40,9 @@
 #define SL_DEFAULT_KEEPALIVE_IDLE_MS 30000u
 #define SL_DEFAULT_KEEPALIVE_INTERVAL_MS 10000u
 #define SL_DEFAULT_KEEPALIVE_COUNT 3u
+/* A tty exec or attach waits this long for the client's first terminal
+ * size before it starts (clients send it right after the streams). */
+#define SL_DEFAULT_TTY_SIZE_WAIT_MS 100u
 
 typedef struct sl_server_config {
     const char *address;            /* listen address, IPv4 or IPv6 literal */
@@ -61,6 +64,7 @@ typedef struct sl_server_config {
     uint32_t keepalive_interval_ms; /* between unanswered probes (>= 1000 in effect) */
     uint32_t keepalive_count;       /* unanswered probes that end the connection */
     uint32_t max_connections;       /* accepted connections open at once; beyond, 503 */
+    uint32_t tty_size_wait_ms;      /* tty: wait for the first size; 0 = start at once */
 } sl_server_config;
 
 typedef struct sl_server sl_server;
@@ -157,10 +161,10 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
  * stood for (copied). limits, when not NULL, replace the server's session
  * limits for this connection (idle_timeout_ms, creation_timeout_ms,
  * max_request_line, max_headers, max_head_size, max_ws_message,
- * output_high_water; the other fields are ignored). The server need not
- * listen. Returns SL_OK once the server owns the conversation with the
- * client: it upgrades the connection, or answers with an HTTP error (503
- * when max_sessions sessions are live, 400 when the head does not parse).
+ * output_high_water, tty_size_wait_ms; the other fields are ignored). The
+ * server need not listen. Returns SL_OK once the server owns the
+ * conversation with the client: it upgrades the connection, or answers
+ * with an HTTP error (503 when max_sessions sessions are live, 400 when the head does not parse).
  * On any other return (SL_ERR_INVAL for a bad fd or request, SL_ERR_NOMEM,
  * SL_ERR_CLOSED while closing) nothing was written and fd is closed. */
 SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,

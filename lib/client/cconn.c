@@ -429,7 +429,8 @@ void sl_cconn_finish(sl_cconn *c)
     }
     c->state = ST_FINISHING;
     c->cb = (sl_cconn_callbacks){0};
-    uv_timer_stop(&c->timer);
+    /* the shutdown replaces it with the linger timer */
+    uv_timer_start(&c->timer, linger_cb, SL_CCONN_FINISH_TIMEOUT_MS, 0);
     flush(c);
 }
 

@@ -15,6 +15,10 @@
 /* After our last byte, wait this long for the server's EOF before
  * closing, so unread input never turns into a RST that destroys it. */
 #define SL_CCONN_LINGER_MS 2000u
+/* A finishing connection whose last bytes the server has not taken within
+ * this is closed: a server that stopped reading (its pod does not read an
+ * upload) must not keep the client alive for minutes. */
+#define SL_CCONN_FINISH_TIMEOUT_MS 2000u
 
 typedef struct sl_cconn sl_cconn;
 
@@ -46,8 +50,9 @@ size_t sl_cconn_queued(const sl_cconn *c);
 void sl_cconn_pause(sl_cconn *c, bool pause);
 /* True while reading is paused. */
 bool sl_cconn_paused(const sl_cconn *c);
-/* Writes what is queued, half-closes, lingers for the server's EOF, then
- * closes and frees itself. No callback follows; forget the pointer. */
+/* Writes what is queued (for at most SL_CCONN_FINISH_TIMEOUT_MS),
+ * half-closes, lingers for the server's EOF, then closes and frees itself.
+ * No callback follows; forget the pointer. */
 void sl_cconn_finish(sl_cconn *c);
 /* Closes at once and frees itself. No callback follows. */
 void sl_cconn_abort(sl_cconn *c);

@@ -39,6 +39,7 @@ static const reason reasons[] = {
     {413, "Content Too Large"},
     {414, "URI Too Long"},
     {415, "Unsupported Media Type"},
+    {422, "Unprocessable Entity"},
     {426, "Upgrade Required"},
     {429, "Too Many Requests"},
     {431, "Request Header Fields Too Large"},

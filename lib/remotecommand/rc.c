@@ -45,6 +45,8 @@ struct sl_rc {
     sl_rc_resize resize;
     sl_term_size size;
     bool have_size;
+    bool size_waiting; /* the start waits for the first size */
+    uv_timer_t size_timer;
 
     bool started, ended, status_sent, closing;
     sl_rc_outcome outcome;
@@ -110,23 +112,47 @@ sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
     sl_rc_resize_init(&rc->resize);
     uv_timer_init(loop, &rc->idle);
     rc->idle.data = rc;
-    rc->open_handles = 1;
+    uv_timer_init(loop, &rc->size_timer);
+    rc->size_timer.data = rc;
+    rc->open_handles = 2;
     touch(rc);
     if (p->idle_timeout_ms)
         uv_timer_start(&rc->idle, idle_cb, p->idle_timeout_ms, 0);
     return rc;
 }
 
-void sl_rc_start(sl_rc *rc)
+static void start_now(sl_rc *rc)
 {
     const sl_term_size *initial = rc->have_size ? &rc->size : NULL;
     const sl_runtime_ops *ops = rc->rt->ops;
     sl_proc *proc = rc->proc;
+    rc->size_waiting = false;
+    uv_timer_stop(&rc->size_timer);
     proc->state = SL_PROC_STARTING;
     if (rc->p.req->kind == SL_TOKEN_EXEC)
         ops->exec_start(rc->rt->data, proc, &rc->p.req->u.exec, initial);
     else
         ops->attach_start(rc->rt->data, proc, &rc->p.req->u.attach, initial);
+}
+
+static void size_timer_cb(uv_timer_t *h)
+{
+    sl_rc *rc = h->data;
+    if (rc->size_waiting && !rc->closing)
+        start_now(rc); /* no size came: the runtime's default */
+}
+
+/* Clients send the size right after setting up the streams, but a process
+ * started before it arrives reads a 0x0 terminal (`stty size` fails): the
+ * kubelet's runtimes have that race, we wait for the size instead. */
+void sl_rc_start(sl_rc *rc)
+{
+    if (rc->tty && !rc->have_size && rc->p.tty_size_wait_ms > 0) {
+        rc->size_waiting = true;
+        uv_timer_start(&rc->size_timer, size_timer_cb, rc->p.tty_size_wait_ms, 0);
+        return;
+    }
+    start_now(rc);
 }
 
 /* ---- process endpoints ---- */
@@ -395,11 +421,14 @@ static void maybe_finish(sl_rc *rc)
 static void on_size(void *arg, sl_term_size size)
 {
     sl_rc *rc = arg;
-    if (size.width == 0 || size.height == 0)
+    if (rc->closing || size.width == 0 || size.height == 0)
         return; /* the kubelet skips empty sizes too */
     rc->size = size;
     rc->have_size = true;
-    apply_size(rc);
+    if (rc->size_waiting)
+        start_now(rc);
+    else
+        apply_size(rc);
 }
 
 void sl_rc_input(sl_rc *rc, int ch, const uint8_t *data, size_t len)
@@ -446,7 +475,7 @@ void sl_rc_output_drained(sl_rc *rc)
     }
 }
 
-static void idle_closed_cb(uv_handle_t *h)
+static void timer_closed_cb(uv_handle_t *h)
 {
     handle_released(h->data);
 }
@@ -460,5 +489,6 @@ void sl_rc_close(sl_rc *rc)
     rc->proc = NULL;
     for (int i = 0; i < rc->npumps; i++)
         pump_close(&rc->pumps[i]);
-    uv_close((uv_handle_t *)&rc->idle, idle_closed_cb);
+    uv_close((uv_handle_t *)&rc->idle, timer_closed_cb);
+    uv_close((uv_handle_t *)&rc->size_timer, timer_closed_cb);
 }

@@ -51,6 +51,10 @@ typedef struct sl_rc_params {
     bool json_status;         /* v4/v5 status format */
     uint64_t idle_timeout_ms; /* 0 = none; counts application data only */
     size_t stdin_high_water;  /* queued stdin bytes before input pauses */
+    /* A tty session waits this long for the client's first terminal size
+     * before it starts the process, so the process never sees a 0x0
+     * terminal; 0 = start at once (protocols without a resize stream). */
+    uint32_t tty_size_wait_ms;
 } sl_rc_params;
 
 typedef struct sl_rc sl_rc;
@@ -59,7 +63,8 @@ typedef struct sl_rc sl_rc;
  * (the request is freed then). */
 sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
                  const sl_rc_transport *t, void *targ);
-/* Asks the runtime to start the process. */
+/* Asks the runtime to start the process: at once, or for a tty session
+ * once the first terminal size arrived or tty_size_wait_ms passed. */
 void sl_rc_start(sl_rc *rc);
 /* Peer data for ch: stdin goes to the process, resize is decoded; other
  * channels are ignored (as the kubelet does). */

@@ -28,6 +28,7 @@ void sl_server_config_init(sl_server_config *c)
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
     c->max_connections = SL_DEFAULT_MAX_CONNECTIONS;
+    c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
 }
 
 static void free_payload(void *p)
@@ -194,6 +195,7 @@ int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
         cfg.max_head_size = limits->max_head_size;
         cfg.max_ws_message = limits->max_ws_message;
         cfg.output_high_water = limits->output_high_water;
+        cfg.tty_size_wait_ms = limits->tty_size_wait_ms;
     }
     return sl_conn_adopt(s, fd, head, len, copy, &cfg);
 }

@@ -349,6 +349,8 @@ void sl_spdy_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char
         .json_status = x->version >= 4,
         .idle_timeout_ms = sl_conn_cfg(c)->idle_timeout_ms,
         .stdin_high_water = sl_conn_cfg(c)->output_high_water,
+        .tty_size_wait_ms =
+            x->version >= 3 ? sl_conn_cfg(c)->tty_size_wait_ms : 0, /* v1, v2: no resize */
     };
     x->rc = sl_rc_new(srv->loop, srv->rt, &p, &spdy_transport, x);
     if (!x->rc) {

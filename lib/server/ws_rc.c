@@ -191,6 +191,8 @@ void sl_ws_rc_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const char *
         .json_status = w->version >= 4,
         .idle_timeout_ms = sl_conn_cfg(c)->idle_timeout_ms,
         .stdin_high_water = sl_conn_cfg(c)->output_high_water,
+        .tty_size_wait_ms =
+            sl_conn_cfg(c)->tty_size_wait_ms, /* every version has a resize channel */
     };
     w->ws = sl_ws_conn_new(&ws_callbacks, w, sl_conn_out(c), sl_conn_cfg(c)->max_ws_message);
     w->rc = w->ws ? sl_rc_new(srv->loop, srv->rt, &p, &ws_transport, w) : NULL;

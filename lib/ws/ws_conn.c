@@ -9,6 +9,7 @@
 
 #define WS_CLOSE_REASON_MAX 123 /* RFC 6455 §5.5: control payload <= 125 */
 #define WS_HDR_MAX 14           /* 2 + 8 (length) + 4 (mask key) */
+#define MASK_POOL 256           /* random bytes drawn at once for mask keys */
 
 /* Inbound frame headers are scanned one step ahead of wslay. wslay does
  * refuse unmasked client frames, but it neither tells which close code it
@@ -40,7 +41,8 @@ struct sl_ws_conn {
     int out_err;        /* set by send_cb when out could not grow */
     int close_reported; /* on_close already called */
     void (*on_pong)(void *arg);
-    uint64_t rng[4]; /* client: xoshiro256** state for mask keys */
+    uint8_t mask_pool[MASK_POOL]; /* client: kernel random bytes for mask keys */
+    size_t mask_used;             /* bytes of mask_pool handed out */
 };
 
 static void report_close(sl_ws_conn *ws, uint16_t code)
@@ -175,28 +177,9 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
     return (ssize_t)len;
 }
 
-static uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-/* xoshiro256**: fast, and unpredictable enough for masking once seeded
- * from getrandom() (masking only stops caches from reading frames as
- * requests; it is not encryption). */
-static uint64_t rng_next(uint64_t s[4])
-{
-    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return r;
-}
-
-/* Mask keys for the client role; servers never mask, but wslay wants the
- * callback set. */
+/* Mask keys for the client role, straight from the kernel's CSPRNG as
+ * RFC 6455 §5.3 asks, drawn MASK_POOL bytes at a time so that a frame
+ * costs no system call. Servers never mask, but wslay wants the callback. */
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
 {
     (void)ctx;
@@ -205,10 +188,17 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
         memset(buf, 0, len);
         return 0;
     }
-    for (size_t i = 0; i < len; i += 8) {
-        uint64_t v = rng_next(ws->rng);
-        size_t n = len - i < 8 ? len - i : 8;
-        memcpy(buf + i, &v, n);
+    while (len > 0) {
+        if (ws->mask_used == MASK_POOL) {
+            if (getrandom(ws->mask_pool, MASK_POOL, 0) != MASK_POOL)
+                return -1; /* wslay fails the send: no predictable key */
+            ws->mask_used = 0;
+        }
+        size_t n = MASK_POOL - ws->mask_used < len ? MASK_POOL - ws->mask_used : len;
+        memcpy(buf, ws->mask_pool + ws->mask_used, n);
+        ws->mask_used += n;
+        buf += n;
+        len -= n;
     }
     return 0;
 }
@@ -251,10 +241,7 @@ static sl_ws_conn *conn_new(bool client, const sl_ws_callbacks *cb, void *arg, s
     if (!ws)
         return NULL;
     ws->scan.client = client;
-    if (client && getrandom(ws->rng, sizeof(ws->rng), 0) != (ssize_t)sizeof(ws->rng)) {
-        free(ws);
-        return NULL;
-    }
+    ws->mask_used = MASK_POOL; /* drawn at the first frame */
     struct wslay_event_callbacks wcb = {
         .recv_callback = recv_cb,
         .send_callback = send_cb,

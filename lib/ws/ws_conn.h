@@ -8,8 +8,8 @@
  * with close 1009, a peer's close is echoed.
  * Outbound: sl_ws_conn_send_msg() queues a message; every byte to write
  * appears in the sl_bufq passed at init, whenever sl_ws_conn_flush() runs.
- * A client masks every frame with a fresh key from a PRNG seeded by
- * getrandom() (RFC 6455 §5.3: unpredictable keys).
+ * A client masks every frame with a fresh key from the kernel's CSPRNG
+ * (getrandom(); RFC 6455 §5.3: keys from a strong source of entropy).
  */
 #ifndef SL_WS_CONN_H
 #define SL_WS_CONN_H

@@ -196,7 +196,8 @@ static size_t split_fields(const char *line, const char *end, const char **f, si
     return n;
 }
 
-/* One mountinfo line: "id parent maj:min root mnt opts [optional...] - fstype src superopts". */
+/* One mountinfo line: "id parent maj:min root mnt opts [optional...] - fstype src superopts".
+ * controller NULL: the cgroup2 mount. */
 static int mountinfo_line(const char *line, const char *end, const char *controller, char *mnt,
                           size_t mntlen, char *root, size_t rootlen)
 {
@@ -210,9 +211,11 @@ static int mountinfo_line(const char *line, const char *end, const char *control
         sep++;
     if (n < 6 || sep + 3 >= n) /* fstype, source and super options follow "-" */
         return -1;
-    if (fl[sep + 1] != 6 || memcmp(f[sep + 1], "cgroup", 6))
+    if (!controller && (fl[sep + 1] != 7 || memcmp(f[sep + 1], "cgroup2", 7)))
         return -1;
-    if (!list_has(f[sep + 3], fl[sep + 3], controller))
+    if (controller && (fl[sep + 1] != 6 || memcmp(f[sep + 1], "cgroup", 6)))
+        return -1;
+    if (controller && !list_has(f[sep + 3], fl[sep + 3], controller))
         return -1;
     if (copy_field(f[4], fl[4], mnt, mntlen) < 0 || copy_field(f[3], fl[3], root, rootlen) < 0)
         return -1;

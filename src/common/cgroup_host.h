@@ -72,8 +72,9 @@ int sl_cg_kv_get(const char *text, const char *key, uint64_t *value);
 int sl_cg_proc_path(const char *text, const char *controller, char *out, size_t outlen);
 
 /* From the text of /proc/self/mountinfo: the mount point and the mount
- * root of the v1 hierarchy whose super options name controller. Returns 0,
- * or -1 when no such hierarchy is mounted. */
+ * root of the v1 hierarchy whose super options name controller (NULL: the
+ * v2 hierarchy, fstype cgroup2). Returns 0, or -1 when no such hierarchy is
+ * mounted. */
 int sl_cg_mountinfo_find(const char *text, const char *controller, char *mnt, size_t mntlen,
                          char *root, size_t rootlen);
 

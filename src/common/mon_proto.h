@@ -26,11 +26,17 @@
 #define SL_MON_LOG_LINE_MAX 16384                /* longer lines become P records + F */
 #define SL_MON_MAX_ID 128                        /* bytes of a container/exec/session id */
 #define SL_MON_MAX_QUEUED 1024 /* outbound packets queued before the peer counts as stuck */
+/* The range of attach's "backlog" (sluiced's attach-backlog). */
+#define SL_MON_ATTACH_BACKLOG_MIN (64u * 1024)
+#define SL_MON_ATTACH_BACKLOG_MAX (1024u * 1024 * 1024)
 /* The monitor's sockets live in <run-dir>/pods/<pod id, 64 hex>/: its
  * control socket, and briefly one console socket per tty container or
  * exec, whose name is never longer. sluiced refuses a run dir for which
  * the control socket's path would not fit sun_path. */
 #define SL_MON_SOCK_NAME "mon.sock"
+/* The monitor's own log: <state-dir>/pods/<pod id>/mon.log, with the pod's
+ * record (removed with the pod), so it survives a reboot and a full tmpfs. */
+#define SL_MON_LOG_NAME "mon.log"
 #define SL_MON_POD_ID_LEN 64
 #define SL_MON_CONSOLE_SOCK_FMT "cs%04x" /* of a counter modulo 0x10000 */
 

@@ -128,14 +128,15 @@ void sl_mon_session_request_fini(sl_stream_request *r)
 json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
 {
     const sl_server_config *c = &l->stream;
-    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "idle_timeout_ms",
-                     (json_int_t)c->idle_timeout_ms, "creation_timeout_ms",
-                     (json_int_t)c->creation_timeout_ms, "max_request_line",
-                     (json_int_t)c->max_request_line, "max_headers", (json_int_t)c->max_headers,
-                     "max_head_size", (json_int_t)c->max_head_size, "max_ws_message",
-                     (json_int_t)c->max_ws_message, "output_high_water",
-                     (json_int_t)c->output_high_water, "max_sessions", (json_int_t)c->max_sessions,
-                     "portforward_connect_timeout_ms", (json_int_t)l->pf_connect_timeout_ms);
+    return json_pack(
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "idle_timeout_ms",
+        (json_int_t)c->idle_timeout_ms, "creation_timeout_ms", (json_int_t)c->creation_timeout_ms,
+        "max_request_line", (json_int_t)c->max_request_line, "max_headers",
+        (json_int_t)c->max_headers, "max_head_size", (json_int_t)c->max_head_size, "max_ws_message",
+        (json_int_t)c->max_ws_message, "output_high_water", (json_int_t)c->output_high_water,
+        "max_sessions", (json_int_t)c->max_sessions, "tty_size_wait_ms",
+        (json_int_t)c->tty_size_wait_ms, "portforward_connect_timeout_ms",
+        (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog);
 }
 
 /* A u32 field: present and within [min, UINT32_MAX], or absent. */
@@ -153,6 +154,7 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
     sl_server_config *c = &l->stream;
     sl_server_config_init(c);
     l->pf_connect_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
+    l->attach_backlog = 0;
     if (j && !json_is_object(j))
         return *why = "limits must be an object", -1;
     int64_t idle;
@@ -166,7 +168,9 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
         u32(j, "max_ws_message", 1, &c->max_ws_message) ||
         u32(j, "output_high_water", 1, &c->output_high_water) ||
         u32(j, "max_sessions", 1, &c->max_sessions) ||
-        u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms))
+        u32(j, "tty_size_wait_ms", 0, &c->tty_size_wait_ms) ||
+        u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms) ||
+        u32(j, "attach_backlog", 0, &l->attach_backlog))
         return *why = "limits: every field must be an integer within its range", -1;
     return 0;
 }

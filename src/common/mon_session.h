@@ -24,6 +24,7 @@
 typedef struct sl_mon_session_limits {
     sl_server_config stream;        /* the session fields of sl_server_adopt, max_sessions */
     uint32_t pf_connect_timeout_ms; /* a port-forward connect gives up after this */
+    uint32_t attach_backlog;        /* bytes an attach may fall behind; 0: the monitor's */
 } sl_mon_session_limits;
 
 /* {"kind": "exec"|"attach"|"portforward", ...the request's fields}. NULL

@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536u
-#define OUT_BATCH 65536u /* bytes gathered from nghttp2 before writing */
-#define LPM_HEADER 5u    /* gRPC length-prefixed message header */
+#define OUT_BATCH 65536u  /* bytes gathered from nghttp2 before writing */
+#define LPM_HEADER 5u     /* gRPC length-prefixed message header */
+#define IDLE_READS_MAX 16 /* reads that sl_cri_client_usable gives what came meanwhile */
 
 typedef struct call {
     int32_t stream_id;
@@ -34,6 +35,11 @@ typedef struct call {
     size_t body_len, body_cap;
     bool too_large, closed;
     uint32_t rst_code;
+    /* server streaming: messages go to scb as they complete */
+    const sl_cri_stream_cb *scb;
+    const ProtobufCMessageDescriptor *desc;
+    sl_cri_err stream_err; /* why delivery stopped, when it did */
+    bool stream_failed, stream_stopped;
 } call;
 
 struct sl_cri_client {
@@ -207,7 +213,9 @@ static int on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id, const u
     call *cl = cur_call(user_data, stream_id);
     if (!cl || cl->too_large)
         return 0;
-    if (cl->body_len + len > SL_CRI_MAX_RECV_MESSAGE + LPM_HEADER) {
+    /* A stream's body holds at most one partial message plus one read. */
+    size_t slack = cl->scb ? READ_CHUNK : 0;
+    if (cl->body_len + len > SL_CRI_MAX_RECV_MESSAGE + LPM_HEADER + slack) {
         cl->too_large = true;
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
         return 0;
@@ -333,11 +341,74 @@ static int read_some(sl_cri_client *c, sl_cri_err *err)
     return 0;
 }
 
+/* ---- server streaming ---------------------------------------------------- */
+
+static size_t lpm_len(const uint8_t *p)
+{
+    return (size_t)p[1] << 24 | (size_t)p[2] << 16 | (size_t)p[3] << 8 | p[4];
+}
+
+static void stream_fail(call *cl, int code, const char *fmt, size_t n)
+{
+    cl->stream_failed = true;
+    set_err(&cl->stream_err, code, false, fmt, cl->path, n);
+}
+
+/* Hands every complete message in cl->body to the stream's callback and
+ * keeps the rest (a message not complete yet). */
+static void deliver(call *cl)
+{
+    size_t off = 0;
+    while (!cl->stream_failed && !cl->stream_stopped && cl->http_status == 200 &&
+           cl->body_len - off >= LPM_HEADER) {
+        const uint8_t *p = cl->body + off;
+        size_t n = lpm_len(p);
+        if (p[0] != 0) {
+            stream_fail(cl, SL_CRI_INTERNAL,
+                        "a message of %s is compressed (%zu bytes), which this client does not "
+                        "support",
+                        n);
+            break;
+        }
+        if (n > SL_CRI_MAX_RECV_MESSAGE) {
+            stream_fail(cl, SL_CRI_RESOURCE_EXHAUSTED,
+                        "a message of %s is larger than the limit (%zu bytes)", n);
+            break;
+        }
+        if (cl->body_len - off - LPM_HEADER < n)
+            break;
+        ProtobufCMessage *m = protobuf_c_message_unpack(cl->desc, NULL, n, p + LPM_HEADER);
+        if (!m) {
+            stream_fail(cl, SL_CRI_INTERNAL, "could not decode a message of %s (%zu bytes)", n);
+            break;
+        }
+        if (cl->scb->on_msg(cl->scb->arg, m) != 0)
+            cl->stream_stopped = true;
+        protobuf_c_message_free_unpacked(m, NULL);
+        off += LPM_HEADER + n;
+    }
+    if (off == 0)
+        return; /* nothing delivered (the body may not even exist yet) */
+    memmove(cl->body, cl->body + off, cl->body_len - off);
+    cl->body_len -= off;
+}
+
+/* True when the stream must end now: its callback asked, or delivery failed. */
+static bool stream_halted(call *cl)
+{
+    if (!cl->stream_stopped && cl->scb->stop && cl->scb->stop(cl->scb->arg))
+        cl->stream_stopped = true;
+    return cl->stream_stopped || cl->stream_failed;
+}
+
 /* Runs I/O until cl closes (or, with cl NULL, until everything is written),
- * the deadline passes (returns 1) or the connection fails (-1, *err). */
+ * the deadline passes (returns 1), a stream is halted (2) or the
+ * connection fails (-1, *err). */
 static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
 {
     for (;;) {
+        if (cl && cl->scb && stream_halted(cl))
+            return 2;
         if (cl && cl->closed)
             return 0;
         if (gather(c, err) < 0)
@@ -354,7 +425,8 @@ static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
         if (left <= 0)
             return 1;
         struct pollfd p = {.fd = c->fd, .events = (short)(POLLIN | (pending ? POLLOUT : 0))};
-        int r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+        int64_t cap = cl && cl->scb ? SL_CRI_STREAM_TICK_MS : 60000;
+        int r = poll(&p, 1, (int)(left > cap ? cap : left));
         if (r < 0 && errno != EINTR) {
             set_err(err, SL_CRI_INTERNAL, true, "poll: %s", strerror(errno));
             return -1;
@@ -365,6 +437,8 @@ static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
             return -1;
         if ((p.revents & (POLLIN | POLLHUP | POLLERR)) && read_some(c, err) < 0)
             return -1;
+        if (cl && cl->scb)
+            deliver(cl);
     }
 }
 
@@ -501,10 +575,16 @@ int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_clie
     return 0;
 }
 
-bool sl_cri_client_reusable(const sl_cri_client *c)
+bool sl_cri_client_usable(sl_cri_client *c)
 {
-    struct pollfd p = {.fd = c->fd, .events = POLLIN | POLLRDHUP};
-    return !c->broken && poll(&p, 1, 0) == 0;
+    if (c->broken)
+        return false;
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    sl_cri_err err;
+    for (int i = 0; i < IDLE_READS_MAX && poll(&p, 1, 0) > 0; i++)
+        if (!(p.revents & POLLIN) || read_some(c, &err) < 0)
+            return false; /* closed, or an error while it idled */
+    return nghttp2_session_check_request_allowed(c->h2) != 0; /* 0 after a GOAWAY */
 }
 
 const char *sl_cri_client_endpoint(const sl_cri_client *c)
@@ -573,11 +653,12 @@ static int submit(sl_cri_client *c, call *cl, uint32_t timeout_ms, sl_cri_err *e
         NV(":authority", "localhost"),
         NV("content-type", "application/grpc"),
         NV("te", "trailers"),
-        NV("grpc-timeout", tmo),
         NV("user-agent", SL_CRI_USER_AGENT),
+        NV("grpc-timeout", tmo), /* last: left out when there is no deadline */
     };
+    size_t nh = sizeof hdrs / sizeof hdrs[0] - (timeout_ms ? 0 : 1);
     nghttp2_data_provider dp = {.source.ptr = cl, .read_callback = read_req};
-    int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, sizeof hdrs / sizeof hdrs[0], &dp, c);
+    int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, nh, &dp, c);
     if (id < 0) {
         set_err(err, SL_CRI_INTERNAL, true, "submitting %s: %s", cl->path, nghttp2_strerror(id));
         return -1;
@@ -719,6 +800,73 @@ int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessag
         rc = err->code;
     } else {
         rc = finish(&cl, resp_desc, resp, err);
+    }
+    c->cur = NULL;
+    free(cl.req);
+    free(cl.body);
+    return rc;
+}
+
+/* The end of a stream that closed: what is left must be nothing, and the
+ * status is the server's. */
+static int stream_finish(call *cl, sl_cri_err *err)
+{
+    deliver(cl);
+    if (cl->stream_failed) {
+        *err = cl->stream_err;
+        return err->code;
+    }
+    if (check_answer(cl, err) < 0)
+        return err->code;
+    if (cl->grpc_status != SL_CRI_OK) {
+        set_err(err, cl->grpc_status, false, "%s",
+                cl->grpc_msg[0] ? cl->grpc_msg : sl_cri_code_name(cl->grpc_status));
+        return err->code;
+    }
+    if (cl->body_len) {
+        set_err(err, SL_CRI_INTERNAL, false,
+                "the stream of %s ended inside a message (%zu bytes of it came)", cl->path,
+                cl->body_len);
+        return err->code;
+    }
+    return SL_CRI_OK;
+}
+
+int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
+                         const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
+                         uint32_t timeout_ms, sl_cri_err *err)
+{
+    set_err(err, SL_CRI_OK, false, "%s", "");
+    if (c->broken) {
+        *err = c->broken_err;
+        return err->code;
+    }
+    int64_t deadline = timeout_ms ? now_ms() + timeout_ms : INT64_MAX;
+    call cl = {.path = path, .grpc_status = -1, .scb = cb, .desc = resp_desc};
+    int rc;
+    if (make_request(&cl, req, err) < 0 || submit(c, &cl, timeout_ms, err) < 0) {
+        free(cl.req);
+        return err->code;
+    }
+    c->cur = &cl;
+    int r = pump(c, &cl, deadline, err);
+    if (r < 0) {
+        mark_broken(c, err);
+        rc = err->code;
+    } else if (r == 1) {
+        cancel(c, &cl);
+        set_err(err, SL_CRI_DEADLINE_EXCEEDED, true, "%s: not over within %u ms", path, timeout_ms);
+        rc = err->code;
+    } else if (r == 2 && cl.stream_failed) {
+        cancel(c, &cl);
+        *err = cl.stream_err;
+        rc = err->code;
+    } else if (r == 2) {
+        cancel(c, &cl);
+        set_err(err, SL_CRI_CANCELLED, true, "%s: ended by the client", path);
+        rc = err->code;
+    } else {
+        rc = stream_finish(&cl, err);
     }
     c->cur = NULL;
     free(cl.req);

@@ -2,7 +2,8 @@
  * knowledge on a unix socket (nghttp2 client session driven through
  * mem_recv/mem_send), messages with protobuf-c. One call at a time; each
  * call blocks until the answer, an error or its deadline (sent to the
- * server as grpc-timeout). Used by sluicectl and the kube front.
+ * server as grpc-timeout). Server-streaming calls deliver each message as it
+ * arrives. Used by sluicectl and the kube front.
  *
  * Errors never leave the caller with a bare "EOF": every failure fills an
  * sl_cri_err with a gRPC status code and one line saying what happened.
@@ -79,10 +80,35 @@ int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessag
                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                        uint32_t timeout_ms, sl_cri_err *err);
 
-/* False when an idle client's connection is known to be over: broken, or
- * its peer closed it or sent something unasked (a restarted runtime closed
- * the connections of the one before). A pool checks this before reuse. */
-bool sl_cri_client_reusable(const sl_cri_client *c);
+/* A server-streaming call (GetContainerEvents): on_msg gets every message
+ * as it is decoded (the client frees it when on_msg returns; a non-zero
+ * return ends the call); stop, when set, is asked whenever the client
+ * wakes up (at least every SL_CRI_STREAM_TICK_MS, and at once after a
+ * signal interrupted its wait): true ends the call. */
+#define SL_CRI_STREAM_TICK_MS 250u
+typedef struct sl_cri_stream_cb {
+    int (*on_msg)(void *arg, const ProtobufCMessage *msg);
+    bool (*stop)(void *arg);
+    void *arg;
+} sl_cri_stream_cb;
+
+/* Calls the server-streaming method path with req and delivers the answer
+ * messages to cb until the server ends the stream, cb ends it, or
+ * timeout_ms pass (0 = no deadline, and no grpc-timeout is sent). Returns
+ * the final gRPC status: SL_CRI_OK when the server ended the stream with
+ * OK; SL_CRI_CANCELLED (err->local) when cb ended it (the stream is reset,
+ * the connection stays usable); otherwise as sl_cri_client_call. A
+ * message larger than SL_CRI_MAX_RECV_MESSAGE ends the call with
+ * RESOURCE_EXHAUSTED. */
+int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
+                         const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
+                         uint32_t timeout_ms, sl_cri_err *err);
+
+/* Whether a client that sat idle can take a call: not after a transport
+ * failure, nor once the runtime closed the connection or sent GOAWAY
+ * meanwhile (sluiced does both to connections idle for
+ * grpc-idle-timeout-ms). Reads what arrived without blocking. */
+bool sl_cri_client_usable(sl_cri_client *c);
 
 /* The endpoint as given to connect. */
 const char *sl_cri_client_endpoint(const sl_cri_client *c);

@@ -3,7 +3,9 @@
  * (Trailers-Only with a percent-encoded message, HTTP 404, no grpc-status,
  * compressed or malformed messages), deadlines (the stream is cancelled and
  * the connection stays usable), a server that closes mid-call, answers
- * larger than the windows and than the 16 MiB limit, bad endpoints. */
+ * larger than the windows and than the 16 MiB limit, bad endpoints; server
+ * streaming (messages split at every byte, a stream the client ends, one
+ * that fails). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -36,7 +38,12 @@ enum mode {
     M_SILENT_ONCE, /* the first request gets no answer */
     M_CLOSE,       /* the connection is closed when a request arrives */
     M_BIG,         /* runtime_name of big_len bytes */
+    /* GetContainerEvents (other paths answer as M_OK): */
+    M_STREAM,      /* STREAM_MSGS events, then OK */
+    M_STREAM_OPEN, /* STREAM_MSGS events, then nothing: the client must end it */
+    M_STREAM_BAD,  /* one event, then a message that does not decode */
 };
+#define STREAM_MSGS 5
 
 typedef struct srv {
     char path[108];
@@ -97,6 +104,8 @@ static ssize_t s_read(nghttp2_session *s, int32_t id, uint8_t *buf, size_t len, 
     memcpy(buf, x->resp + x->resp_off, n);
     x->resp_off += n;
     if (x->resp_off == x->resp_len) {
+        if (x->mode == M_STREAM_OPEN && strstr(x->req_path, "Events"))
+            return n ? (ssize_t)n : NGHTTP2_ERR_DEFERRED; /* never ends */
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         nghttp2_nv tr[] = {{(uint8_t *)"grpc-status", (uint8_t *)"0", 11, 1, 0}};
         nghttp2_submit_trailer(s, id, tr, x->mode == M_NO_STATUS ? 0 : 1);
@@ -131,6 +140,31 @@ static void make_resp(srv *x)
     free(big);
 }
 
+/* STREAM_MSGS length-prefixed events (the last garbage for M_STREAM_BAD). */
+static void make_events(srv *x)
+{
+    free(x->resp);
+    x->resp = malloc(STREAM_MSGS * 128);
+    x->resp_len = x->resp_off = 0;
+    for (int i = 0; i < STREAM_MSGS; i++) {
+        Runtime__V1__ContainerEventResponse ev = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
+        char id[16];
+        snprintf(id, sizeof id, "ctr-%d", i);
+        ev.container_id = id;
+        ev.container_event_type = (Runtime__V1__ContainerEventType)(i % 4);
+        ev.created_at = 1000 + i;
+        size_t n = protobuf_c_message_get_packed_size(&ev.base);
+        uint8_t *p = x->resp + x->resp_len;
+        p[0] = 0, p[1] = 0, p[2] = 0, p[3] = 0, p[4] = (uint8_t)n;
+        protobuf_c_message_pack(&ev.base, p + 5);
+        if (x->mode == M_STREAM_BAD && i == 1)
+            memset(p + 5, 0xff, n);
+        x->resp_len += n + 5;
+        if (x->mode == M_STREAM_BAD && i == 1)
+            break;
+    }
+}
+
 static void respond(nghttp2_session *s, srv *x, int32_t id)
 {
     nghttp2_nv ok[] = {{(uint8_t *)":status", (uint8_t *)"200", 7, 3, 0},
@@ -149,7 +183,10 @@ static void respond(nghttp2_session *s, srv *x, int32_t id)
         nghttp2_submit_response(s, id, h, 1, NULL);
         return;
     }
-    make_resp(x);
+    if (x->mode >= M_STREAM && strstr(x->req_path, "Events"))
+        make_events(x);
+    else
+        make_resp(x);
     nghttp2_data_provider dp = {.read_callback = s_read};
     nghttp2_submit_response(s, id, ok, 2, &dp);
 }
@@ -415,6 +452,92 @@ static void test_endpoints(void **state)
     assert_non_null(strstr(e.msg, "longer than"));
 }
 
+/* ---- server streaming ---- */
+
+typedef struct evs {
+    int n, stop_after;
+    bool stop_flag_after; /* end through stop() rather than on_msg */
+    char ids[STREAM_MSGS][16];
+} evs;
+
+static int on_ev(void *arg, const ProtobufCMessage *m)
+{
+    evs *v = arg;
+    const Runtime__V1__ContainerEventResponse *ev = (const void *)m;
+    assert_ptr_equal(m->descriptor, &runtime__v1__container_event_response__descriptor);
+    assert_int_equal(ev->created_at, 1000 + v->n);
+    snprintf(v->ids[v->n % STREAM_MSGS], 16, "%s", ev->container_id);
+    v->n++;
+    return !v->stop_flag_after && v->stop_after && v->n >= v->stop_after;
+}
+
+static bool ev_stop(void *arg)
+{
+    evs *v = arg;
+    return v->stop_flag_after && v->n >= v->stop_after;
+}
+
+static int events(pair *p, evs *v, uint32_t tmo)
+{
+    Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
+    sl_cri_stream_cb cb = {on_ev, ev_stop, v};
+    return sl_cri_client_stream(p->c, "/runtime.v1.RuntimeService/GetContainerEvents", &req.base,
+                                &runtime__v1__container_event_response__descriptor, &cb, tmo,
+                                &p->e);
+}
+
+static void test_stream_every_split(void **state)
+{
+    (void)state;
+    for (size_t split = 0; split <= 90; split++) {
+        pair p;
+        evs v = {0};
+        pair_open(&p, M_STREAM, split);
+        assert_int_equal(events(&p, &v, 0), SL_CRI_OK);
+        assert_int_equal(v.n, STREAM_MSGS);
+        assert_string_equal(v.ids[4], "ctr-4");
+        assert_string_equal(p.x->timeout, ""); /* no deadline, no grpc-timeout */
+        pair_close(&p);
+    }
+}
+
+static void test_stream_ended_by_client(void **state)
+{
+    (void)state;
+    for (int how = 0; how < 2; how++) {
+        pair p;
+        evs v = {.stop_after = 2, .stop_flag_after = how};
+        pair_open(&p, M_STREAM_OPEN, 0);
+        assert_int_equal(events(&p, &v, 0), SL_CRI_CANCELLED);
+        assert_true(p.e.local);
+        assert_true(v.n >= 2);
+        /* The stream was reset; the connection still serves calls. */
+        assert_int_equal(pair_version(&p, 2000), SL_CRI_OK);
+        pair_close(&p);
+    }
+    pair p;
+    evs v = {0};
+    pair_open(&p, M_STREAM_OPEN, 0);
+    assert_int_equal(events(&p, &v, 300), SL_CRI_DEADLINE_EXCEEDED);
+    assert_int_equal(v.n, STREAM_MSGS);
+    pair_close(&p);
+}
+
+static void test_stream_errors(void **state)
+{
+    (void)state;
+    pair p;
+    evs v = {0};
+    pair_open(&p, M_STREAM_BAD, 0);
+    assert_int_equal(events(&p, &v, 2000), SL_CRI_INTERNAL);
+    assert_int_equal(v.n, 1);
+    assert_non_null(strstr(p.e.msg, "could not decode a message of"));
+    pair_close(&p);
+    pair_open(&p, M_ERR, 0); /* a Trailers-Only answer (containerd 1.6 gives Unimplemented so) */
+    assert_int_equal(events(&p, &v, 2000), SL_CRI_NOT_FOUND);
+    pair_close(&p);
+}
+
 static void test_helpers(void **state)
 {
     (void)state;
@@ -438,10 +561,17 @@ int main(void)
 {
     signal(SIGPIPE, SIG_IGN); /* the server writes to clients that left */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ok_and_headers), cmocka_unit_test(test_every_split),
-        cmocka_unit_test(test_errors),         cmocka_unit_test(test_deadline_then_usable),
-        cmocka_unit_test(test_server_closes),  cmocka_unit_test(test_big_answers),
-        cmocka_unit_test(test_endpoints),      cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_ok_and_headers),
+        cmocka_unit_test(test_every_split),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_deadline_then_usable),
+        cmocka_unit_test(test_server_closes),
+        cmocka_unit_test(test_big_answers),
+        cmocka_unit_test(test_endpoints),
+        cmocka_unit_test(test_helpers),
+        cmocka_unit_test(test_stream_every_split),
+        cmocka_unit_test(test_stream_ended_by_client),
+        cmocka_unit_test(test_stream_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,6 +49,7 @@ static void usage(FILE *f)
             "  --keepalive-idle-ms N     TCP keepalive after this silence, 0 = off (default %u)\n"
             "  --keepalive-interval-ms N between keepalive probes (default %u)\n"
             "  --keepalive-count N       unanswered probes that end it (default %u)\n"
+            "  --tty-size-wait-ms N      a tty session waits this long for its size (default %u)\n"
             "  --container ID=CMD        attach target: runs /bin/sh -c CMD per session\n"
             "  --tty-container ID=CMD    the same with a terminal\n",
             SL_DEFAULT_ADDRESS, SL_DEFAULT_PORT, DEFAULT_ADMIN_PORT, SL_DEFAULT_TOKEN_TTL_MS,
@@ -56,7 +57,8 @@ static void usage(FILE *f)
             SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_CREATION_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE,
             SL_DEFAULT_MAX_HEADERS, SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE,
             SL_DEFAULT_MAX_SESSIONS, SL_DEFAULT_MAX_CONNECTIONS, SL_DEFAULT_KEEPALIVE_IDLE_MS,
-            SL_DEFAULT_KEEPALIVE_INTERVAL_MS, SL_DEFAULT_KEEPALIVE_COUNT);
+            SL_DEFAULT_KEEPALIVE_INTERVAL_MS, SL_DEFAULT_KEEPALIVE_COUNT,
+            SL_DEFAULT_TTY_SIZE_WAIT_MS);
 }
 
 static int number(const char *s, unsigned long long max, unsigned long long *out)
@@ -105,6 +107,7 @@ enum {
     O_KAIDLE,
     O_KAINTVL,
     O_KACNT,
+    O_TTYWAIT,
     O_CONT,
     O_TTYCONT
 };
@@ -130,6 +133,7 @@ static const struct option long_opts[] = {
     {"keepalive-idle-ms", 1, 0, O_KAIDLE},
     {"keepalive-interval-ms", 1, 0, O_KAINTVL},
     {"keepalive-count", 1, 0, O_KACNT},
+    {"tty-size-wait-ms", 1, 0, O_TTYWAIT},
     {"container", 1, 0, O_CONT},
     {"tty-container", 1, 0, O_TTYCONT},
     {"help", 0, 0, 'h'},
@@ -198,6 +202,8 @@ static int parse_opt(hostd *d, int o, const char *arg)
         return set_u32(&d->cfg.keepalive_interval_ms, arg);
     case O_KACNT:
         return set_u32(&d->cfg.keepalive_count, arg);
+    case O_TTYWAIT:
+        return set_u32(&d->cfg.tty_size_wait_ms, arg);
     case O_CONT:
         return add_container(d, arg, false);
     case O_TTYCONT:

@@ -25,6 +25,8 @@ static const char *reason_of(int code)
         return "MethodNotAllowed";
     case 406:
         return "NotAcceptable";
+    case 422:
+        return "Invalid";
     case 429:
         return "TooManyRequests";
     case 503:

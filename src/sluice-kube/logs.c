@@ -1,7 +1,7 @@
 /* pods/log: the CRI log file (protocol notes §11) read the way the kubelet
  * reads it: P records joined to their F record, optional timestamps with
- * nine fraction digits, tailLines, limitBytes, and follow until the
- * container is no longer running. */
+ * nine fraction digits, tailLines, sinceSeconds/sinceTime, limitBytes, and
+ * follow until the container is no longer running. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cri_log.h"
 #include "grpc/api.pb-c.h"
 #include "kube.h"
 #include "pods.h"
@@ -24,6 +25,7 @@ struct sk_logs {
     int fd;
     bool follow, timestamps, partial, ended, checking, timer_closed, exited;
     int64_t remaining; /* limitBytes left; -1 = no limit */
+    int64_t since_ns;  /* records older are skipped; INT64_MIN = none */
     char *ctr_id;
     sl_bufq line;  /* bytes of a record not yet ended by '\n' */
     sl_bufq chunk; /* formatted output of one pump round */
@@ -89,26 +91,6 @@ void sk_logs_drained(sk_conn *c)
 
 /* ---- formatting ---- */
 
-/* "2016-10-06T00:17:09.669794202Z" from any fraction length. */
-static void fixed_ts(const char *ts, size_t len, char *out, size_t outlen)
-{
-    size_t i = 0;
-    while (i < len && ts[i] != '.' && ts[i] != 'Z' && ts[i] != '+' && (i < 10 || ts[i] != '-'))
-        i++;
-    size_t base = i, frac = 0;
-    char digits[10] = "000000000";
-    if (i < len && ts[i] == '.') {
-        i++;
-        while (i < len && ts[i] >= '0' && ts[i] <= '9') {
-            if (frac < 9)
-                digits[frac] = ts[i];
-            frac++;
-            i++;
-        }
-    }
-    snprintf(out, outlen, "%.*s.%s%.*s", (int)base, ts, digits, (int)(len - i), ts + i);
-}
-
 static void emit(sk_logs *l, const char *data, size_t len)
 {
     if (l->remaining >= 0 && (int64_t)len > l->remaining)
@@ -118,33 +100,27 @@ static void emit(sk_logs *l, const char *data, size_t len)
         l->remaining -= (int64_t)len;
 }
 
-/* One record without its '\n': "<ts> <stream> <tags> <content>". Lines
- * that are not in the format are skipped, as the kubelet does. */
+/* One record without its '\n'. Lines that are not CRI records are
+ * skipped, and so are records older than since (the line state moves on
+ * all the same), as the kubelet does. */
 static void record(sk_logs *l, const char *s, size_t len)
 {
-    const char *sp1 = memchr(s, ' ', len);
-    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', len - (size_t)(sp1 + 1 - s)) : NULL;
-    if (!sp2)
+    sl_cri_log_rec rec;
+    if (sl_cri_log_parse(s, len, &rec) < 0)
         return;
-    const char *tag = sp2 + 1, *end = s + len;
-    const char *sp3 = memchr(tag, ' ', (size_t)(end - tag));
-    const char *content = sp3 ? sp3 + 1 : end;
-    size_t stream_len = (size_t)(sp2 - sp1 - 1);
-    if (!((stream_len == 6 && !memcmp(sp1 + 1, "stdout", 6)) ||
-          (stream_len == 6 && !memcmp(sp1 + 1, "stderr", 6))) ||
-        tag >= end || (*tag != 'P' && *tag != 'F'))
+    bool continues = l->partial;
+    l->partial = rec.partial;
+    if (rec.ts_ns < l->since_ns)
         return;
-    bool partial = *tag == 'P';
-    if (l->timestamps && !l->partial) {
-        char ts[80];
-        fixed_ts(s, (size_t)(sp1 - s), ts, sizeof ts);
+    if (l->timestamps && !continues) {
+        char ts[64];
+        sl_cri_time_fixed(rec.ts, rec.ts_len, ts);
         emit(l, ts, strlen(ts));
         emit(l, " ", 1);
     }
-    emit(l, content, (size_t)(end - content));
-    if (!partial)
+    emit(l, rec.content, rec.content_len);
+    if (!rec.partial)
         emit(l, "\n", 1);
-    l->partial = partial;
 }
 
 /* Splits buffered bytes into records. */
@@ -305,58 +281,13 @@ typedef struct logs_job {
     char *ns, *name, *container;
     bool follow, timestamps, previous;
     int64_t tail, limit; /* -1: not given */
+    int64_t since_ns;    /* INT64_MIN: not given */
     int code;
     json_t *body;
     int fd;
     char *ctr_id;
     bool running;
 } logs_job;
-
-/* True when the record starting at off has the F tag (ends a line). */
-static bool record_full(int fd, off_t off)
-{
-    char b[128];
-    ssize_t n = pread(fd, b, sizeof b, off);
-    int spaces = 0;
-    for (ssize_t i = 0; i < n; i++)
-        if (b[i] == ' ' && ++spaces == 2)
-            return i + 1 < n && b[i + 1] == 'F';
-    return false;
-}
-
-/* Offset of the start of the last n lines of fd, a line being P records
- * and their F record (the kubelet counts records; users count lines). */
-static off_t tail_offset(int fd, int64_t n)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return 0;
-    off_t pos = st.st_size, next_nl = -1; /* the newline ending the record being looked at */
-    if (n == 0)
-        return pos;
-    char *buf = malloc(TAIL_BLOCK);
-    int64_t full = 0;
-    while (buf && pos > 0) {
-        size_t want = pos > (off_t)TAIL_BLOCK ? TAIL_BLOCK : (size_t)pos;
-        pos -= (off_t)want;
-        if (pread(fd, buf, want, pos) != (ssize_t)want)
-            break;
-        for (size_t i = want; i-- > 0;) {
-            if (buf[i] != '\n')
-                continue;
-            off_t nl = pos + (off_t)i;
-            if (next_nl >= 0 && record_full(fd, nl + 1) && ++full == n + 1) {
-                free(buf);
-                return next_nl + 1;
-            }
-            next_nl = nl;
-        }
-    }
-    free(buf);
-    if (next_nl >= 0 && record_full(fd, 0) && ++full == n + 1)
-        return next_nl + 1;
-    return 0;
-}
 
 static void logs_fail(logs_job *lj, int code, const char *msg)
 {
@@ -380,7 +311,7 @@ static void open_log(logs_job *lj, const sk_ctr *c)
         return;
     }
     if (lj->tail >= 0)
-        lseek(lj->fd, tail_offset(lj->fd, lj->tail), SEEK_SET);
+        lseek(lj->fd, sl_cri_log_tail_offset(lj->fd, lj->tail), SEEK_SET);
     lj->ctr_id = strdup(c->id);
     lj->running = c->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
 }
@@ -455,6 +386,7 @@ static void logs_done(sk_job *j)
     l->exited = !lj->running;
     l->timestamps = lj->timestamps;
     l->remaining = lj->limit;
+    l->since_ns = lj->since_ns;
     sl_bufq_init(&l->line);
     sl_bufq_init(&l->chunk);
     uv_timer_init(c->srv->loop, &l->timer);
@@ -480,18 +412,75 @@ static void logs_job_free(sk_job *j)
     free(lj);
 }
 
-/* A non-negative integer parameter; -1 when absent; -2 when malformed. */
-static int64_t int_param(const sk_query *q, const char *key)
+/* An integer parameter into *v (untouched when absent); -1 when malformed. */
+static int int_param(const sk_query *q, const char *key, int64_t *v, bool *given)
 {
-    const char *v = sk_query_get(q, key);
-    if (!v)
-        return -1;
+    const char *s = sk_query_get(q, key);
+    *given = s != NULL;
+    if (!s)
+        return 0;
     char *end;
     errno = 0;
-    long long n = strtoll(v, &end, 10);
-    return errno || *end || !*v || n < 0 ? -2 : (int64_t)n;
+    long long n = strtoll(s, &end, 10);
+    if (errno || *end || !*s)
+        return -1;
+    *v = n;
+    return 0;
 }
 
+/* sinceTime: RFC 3339, as metav1.Time reads a query parameter. */
+static int time_param(const sk_query *q, int64_t *ns, bool *given)
+{
+    const char *s = sk_query_get(q, "sinceTime");
+    *given = s != NULL;
+    return s ? sl_cri_time_parse(s, strlen(s), ns) : 0;
+}
+
+/* The query's numbers as given, for the apiserver's validation. */
+typedef struct log_params {
+    bool has_tail, has_limit, since_s, since_t;
+    int64_t tail, limit, secs;
+} log_params;
+
+/* Appends one field error to errs ("a, b"), as field.ErrorList joins them. */
+static void field_err(char *errs, size_t len, int *n, const char *err)
+{
+    size_t used = strlen(errs);
+    snprintf(errs + used, len - used, "%s%s", (*n)++ ? ", " : "", err);
+}
+
+/* The apiserver's ValidatePodLogOptions; 0, or -1 with its message. */
+static int validate(const char *pod, const log_params *p, char *msg, size_t len)
+{
+    char errs[512] = "", e[160];
+    int n = 0;
+    if (p->has_tail && p->tail < 0) {
+        snprintf(e, sizeof e, "tailLines: Invalid value: %lld: must be greater than or equal to 0",
+                 (long long)p->tail);
+        field_err(errs, sizeof errs, &n, e);
+    }
+    if (p->has_limit && p->limit < 1) {
+        snprintf(e, sizeof e, "limitBytes: Invalid value: %lld: must be greater than 0",
+                 (long long)p->limit);
+        field_err(errs, sizeof errs, &n, e);
+    }
+    if (p->since_s && p->since_t) {
+        field_err(errs, sizeof errs, &n,
+                  "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
+    } else if (p->since_s && p->secs < 1) {
+        snprintf(e, sizeof e, "sinceSeconds: Invalid value: %lld: must be greater than 0",
+                 (long long)p->secs);
+        field_err(errs, sizeof errs, &n, e);
+    }
+    if (!n)
+        return 0;
+    snprintf(msg, len, "PodLogOptions \"%s\" is invalid: %s%s%s", pod, n > 1 ? "[" : "", errs,
+             n > 1 ? "]" : "");
+    return -1;
+}
+
+/* Returns 0, 400 (a value that does not parse) or 422 (the apiserver's
+ * validation) with msg. */
 static int parse_logs(logs_job *lj, const sk_query *q, char *msg, size_t len)
 {
     static const char *const names[] = {"follow", "timestamps", "previous"};
@@ -499,19 +488,29 @@ static int parse_logs(logs_job *lj, const sk_query *q, char *msg, size_t len)
     for (int i = 0; i < 3; i++) {
         if (sk_query_bool(q, names[i], false, vals[i]) < 0) {
             snprintf(msg, len, "invalid value for %s: %s", names[i], sk_query_get(q, names[i]));
-            return -1;
+            return 400;
         }
     }
-    lj->tail = int_param(q, "tailLines");
-    lj->limit = int_param(q, "limitBytes");
-    if (lj->tail == -2 || lj->limit == -2 || lj->limit == 0) {
-        snprintf(msg, len, "tailLines and limitBytes must be positive integers");
-        return -1;
+    log_params p = {0};
+    if (int_param(q, "tailLines", &p.tail, &p.has_tail) < 0 ||
+        int_param(q, "limitBytes", &p.limit, &p.has_limit) < 0 ||
+        int_param(q, "sinceSeconds", &p.secs, &p.since_s) < 0 ||
+        time_param(q, &lj->since_ns, &p.since_t) < 0) {
+        snprintf(msg, len,
+                 "tailLines, limitBytes and sinceSeconds must be integers, sinceTime an RFC "
+                 "3339 time");
+        return 400;
     }
+    if (validate(lj->name, &p, msg, len) < 0)
+        return 422;
+    lj->tail = p.has_tail ? p.tail : -1;
+    lj->limit = p.has_limit ? p.limit : -1;
+    if (p.since_s) /* the kubelet: now - sinceSeconds */
+        lj->since_ns = sk_now_ns() - p.secs * 1000000000LL;
     const char *ctr = sk_query_get(q, "container");
     if (ctr && !(lj->container = strdup(ctr))) {
         snprintf(msg, len, "out of memory");
-        return -1;
+        return 500;
     }
     return 0;
 }
@@ -520,7 +519,7 @@ void sk_logs_handle(sk_conn *c, const char *ns, const char *name, const char *qu
 {
     logs_job *lj = calloc(1, sizeof(*lj));
     sk_query q;
-    char msg[256];
+    char msg[768];
     if (!lj || sk_query_parse(query, &q) < 0) {
         free(lj);
         sk_respond_status(c, 400, "malformed or too long query string", NULL, NULL);
@@ -533,11 +532,15 @@ void sk_logs_handle(sk_conn *c, const char *ns, const char *name, const char *qu
     lj->job.free = logs_job_free;
     lj->ns = strdup(ns);
     lj->name = strdup(name);
-    int rc = parse_logs(lj, &q, msg, sizeof msg);
+    lj->since_ns = INT64_MIN;
+    int rc = lj->ns && lj->name ? parse_logs(lj, &q, msg, sizeof msg) : 500;
     sk_query_free(&q);
-    if (rc < 0 || !lj->ns || !lj->name) {
+    if (rc) {
         logs_job_free(&lj->job);
-        sk_respond_status(c, 400, rc < 0 ? msg : "out of memory", NULL, NULL);
+        if (rc == 422)
+            sk_respond_json(c, 422, sk_status_json(422, msg, name, "PodLogOptions"), NULL);
+        else
+            sk_respond_status(c, rc, rc == 400 ? msg : "out of memory", NULL, NULL);
         return;
     }
     if (sk_job_queue(c->srv, &lj->job) < 0) {

@@ -50,15 +50,27 @@ static json_t *state_json(const sk_ctr *c, const char *cid)
     return json_pack("{s:{s:s}}", "waiting", "reason", why);
 }
 
+/* lastState: the previous attempt's termination, as the kubelet reports
+ * it after a restart; {} when there is none (or it did not end). */
+static json_t *last_state_json(const sk_ctr *c, const char *runtime)
+{
+    const sk_ctr *p = c->prev;
+    if (!p || p->state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED)
+        return json_object();
+    char cid[256];
+    snprintf(cid, sizeof cid, "%s://%s", runtime, p->id);
+    return state_json(p, cid);
+}
+
 static json_t *ctr_status_json(const sk_ctr *c, const char *runtime)
 {
     char cid[256];
     snprintf(cid, sizeof cid, "%s://%s", runtime, c->id);
     const char *image_id = *c->image_ref ? c->image_ref : c->image_id;
-    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:{}}", "name", c->name, "image",
+    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:i, s:o, s:o}", "name", c->name, "image",
                      c->image, "imageID", image_id, "containerID", cid, "ready", is_running(c),
                      "started", is_running(c), "restartCount", (int)c->attempt, "state",
-                     state_json(c, cid), "lastState");
+                     state_json(c, cid), "lastState", last_state_json(c, runtime));
 }
 
 static json_t *spec_json(const sk_pod *p, const char *node)
@@ -163,13 +175,22 @@ static void status_cell(const sk_pod *p, char *out, size_t len)
 static json_t *row(const sk_pod *p, const char *node)
 {
     unsigned ready = 0, restarts = 0;
+    int64_t last_end = 0; /* the latest lastState.terminated.finishedAt */
     for (size_t i = 0; i < p->nctrs; i++) {
+        const sk_ctr *prev = p->ctrs[i].prev;
         ready += is_running(&p->ctrs[i]);
         restarts += p->ctrs[i].attempt;
+        if (prev && prev->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED &&
+            prev->finished > last_end)
+            last_end = prev->finished;
     }
-    char rd[32], rs[16], st[64], age[32];
+    char rd[32], rs[64], st[64], age[32], ago[32];
     snprintf(rd, sizeof rd, "%u/%zu", ready, p->nctrs);
     snprintf(rs, sizeof rs, "%u", restarts);
+    if (restarts && last_end) { /* the apiserver's printer: "1 (5m ago)" */
+        sk_age(last_end, ago);
+        snprintf(rs, sizeof rs, "%u (%s ago)", restarts, ago);
+    }
     status_cell(p, st, sizeof st);
     sk_age(p->created, age);
     json_t *obj = json_pack("{s:s, s:s, s:o}", "kind", "PartialObjectMetadata", "apiVersion",

@@ -16,37 +16,39 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroup_move.h"
 #include "mon.h"
+#include "sl_log.h"
 
 int mon_log_level = MON_INFO;
 
+/* One logfmt line (sl_log.h) in the log file next to the pod's state. */
 void mon_log(int level, const char *fmt, ...)
 {
-    static const char *const names[] = {"error", "warn", "info", "debug"};
     if (level > mon_log_level)
         return;
-    char ts[SL_MON_LOG_TS_MAX], text[2048];
-    sl_mon_log_timestamp(sl_real_ns(), ts);
+    char text[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s %s sluice-mon[%d]: %s\n", ts, names[level], (int)getpid(), text);
+    sl_log(level, text, NULL);
 }
 
 typedef struct opts {
     const char *pod_id, *run_dir, *state_dir, *runtime;
     const char *netns;  /* the pod's network namespace, joined at start */
     const char *pid_ns; /* --pid-ns FILE: hold a pid namespace for the pod */
+    const char *cgroup; /* --cgroup PATH: leave the starter's cgroup for it */
     bool foreground;
 } opts;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
-            "                  [--netns PATH] [--pid-ns FILE] [--log-level error|warn|info|debug]\n"
-            "                  [--foreground]\n");
+    fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
+               "                  [--netns PATH] [--pid-ns FILE] [--cgroup PATH]\n"
+               "                  [--log-level error|warn|info|debug] [--foreground]\n"
+               "See sluice-mon(8).\n");
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -57,11 +59,11 @@ static int parse(int argc, char **argv, opts *o)
                                           {"runtime", required_argument, NULL, 'R'},
                                           {"netns", required_argument, NULL, 'n'},
                                           {"pid-ns", required_argument, NULL, 'P'},
+                                          {"cgroup", required_argument, NULL, 'c'},
                                           {"log-level", required_argument, NULL, 'l'},
                                           {"foreground", no_argument, NULL, 'f'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
-    static const char *const levels[] = {"error", "warn", "info", "debug"};
     int ch;
     while ((ch = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         switch (ch) {
@@ -83,16 +85,16 @@ static int parse(int argc, char **argv, opts *o)
         case 'P':
             o->pid_ns = optarg;
             break;
+        case 'c':
+            o->cgroup = optarg;
+            break;
         case 'f':
             o->foreground = true;
             break;
         case 'l':
-            mon_log_level = -1;
-            for (int i = 0; i < 4; i++)
-                if (strcmp(optarg, levels[i]) == 0)
-                    mon_log_level = i;
-            if (mon_log_level < 0)
+            if ((mon_log_level = sl_log_level_parse(optarg)) < 0)
                 return -1;
+            sl_log_set_level(mon_log_level);
             break;
         case 'h':
             usage(stdout);
@@ -102,7 +104,7 @@ static int parse(int argc, char **argv, opts *o)
         }
     }
     if (optind != argc || !o->pod_id || !o->run_dir || !o->state_dir || !o->runtime ||
-        (o->pid_ns && o->pid_ns[0] != '/'))
+        (o->pid_ns && o->pid_ns[0] != '/') || (o->cgroup && o->cgroup[0] != '/'))
         return -1;
     return 0;
 }
@@ -166,11 +168,15 @@ static int detach_stdio(mon *m, bool foreground, sl_error *e)
     dup2(m->devnull, 0);
     if (foreground)
         return 0;
-    char *log = sl_path_join(m->run_dir, "mon.log");
-    int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600) : -1;
-    free(log);
+    /* With the pod's state (kept until the pod is removed), not on tmpfs. */
+    SL_AUTOFREE char *pods = sl_path_join(m->state_dir, "pods");
+    SL_AUTOFREE char *dir = pods ? sl_path_join(pods, m->pod_id) : NULL;
+    SL_AUTOFREE char *log = dir ? sl_path_join(dir, SL_MON_LOG_NAME) : NULL;
+    if (!log || sl_mkdir_p(dir, 0711, e) < 0)
+        return log ? -1 : sl_error_set(e, ENOMEM, "log path");
+    int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
-        return sl_error_set(e, errno, "open mon.log");
+        return sl_error_set(e, errno, "open %s", log);
     dup2(fd, 1);
     dup2(fd, 2);
     close(fd);
@@ -190,6 +196,17 @@ static int join_netns(const char *path, sl_error *e)
         return sl_error_set(e, err, "join the pod network namespace %s", path);
     }
     close(fd);
+    return 0;
+}
+
+/* Out of the starter's (sluiced's) cgroup before any child is forked, so
+ * the pause process, runc and the containers' processes never sit in it. */
+static int leave_cgroup(const opts *o, sl_error *e)
+{
+    if (!o->cgroup)
+        return 0;
+    if (sl_cg_move_self(o->cgroup, e) < 0)
+        return sl_error_wrap(e, "--cgroup %s", o->cgroup);
     return 0;
 }
 
@@ -283,7 +300,10 @@ int main(int argc, char **argv)
         close(ready[0]);
     }
     sl_raise_nofile();
-    int rc = detach_stdio(&m, o.foreground, &e) < 0 || start(&m, &o, &e) < 0 ? -1 : 0;
+    int rc =
+        detach_stdio(&m, o.foreground, &e) < 0 || leave_cgroup(&o, &e) < 0 || start(&m, &o, &e) < 0
+            ? -1
+            : 0;
     const char *msg = rc < 0 ? e.msg : "ok";
     if (ready[1] >= 0) {
         if (write(ready[1], msg, strlen(msg)) < 0)

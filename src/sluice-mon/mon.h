@@ -85,6 +85,7 @@ typedef struct mon_io {
     char noise[SL_MON_ERR_TEXT]; /* tail of that output, for an error reply */
     size_t noise_len;
     sl_mon_log log;
+    uint64_t drop_mark[2]; /* log bytes, records dropped when the last failure began */
     sl_mon_fanout fo;
     uint64_t last_out_ms;    /* monotonic ms of the last output read */
     sl_mtimer *linger_timer; /* detaching attach sessions (mon_attach.c) */
@@ -139,7 +140,9 @@ struct mon_exec {
     int want_w, want_h; /* resize queued before the master existed */
     int watch_fd[2];    /* dups of the output read ends, watched for HUP */
     sl_mwatch *watch_w[2];
-    mon_req *reply; /* tty: the reply waits for the master */
+    int client[3];  /* no tty: sluiced's ends of the pipes until the reply, -1 */
+    bool runc_ok;   /* runc exec exited 0: the process runs (or ran) */
+    mon_req *reply; /* waits for runc exec's exit (and, tty, for the master) */
     sl_mtimer *drain_timer, *kill_timer;
 };
 

@@ -228,13 +228,32 @@ static bool watch_session(mon_ctr *c, sl_mon_attach *a)
     return true;
 }
 
+/* The container's terminal takes the attaching client's size (0 = none). */
+static void initial_size(mon_ctr *c, int w, int h)
+{
+    int fd = c->io.out_fd[0] >= 0 ? c->io.out_fd[0] : c->io.in_fd;
+    if (c->tty && w > 0 && h > 0 && fd >= 0)
+        (void)mon_set_winsize(fd, w, h);
+}
+
 void mon_attach(mon *m, mon_req *r, const json_t *msg)
 {
     mon_ctr *c = mon_ctr_find(m, sl_mon_str(msg, "container_id"));
     bool in, out, err, tty;
+    int64_t w, h, backlog;
     if (sl_mon_bool(msg, "stdin", false, &in) || sl_mon_bool(msg, "stdout", false, &out) ||
         sl_mon_bool(msg, "stderr", false, &err) || sl_mon_bool(msg, "tty", c && c->tty, &tty)) {
         mon_reply_err(m, r, "stdin, stdout, stderr and tty must be booleans");
+        return;
+    }
+    if (sl_mon_int(msg, "width", 0, 65535, 0, &w) || sl_mon_int(msg, "height", 0, 65535, 0, &h)) {
+        mon_reply_err(m, r, "width and height must be 0..65535");
+        return;
+    }
+    if (sl_mon_int(msg, "backlog", SL_MON_ATTACH_BACKLOG_MIN, SL_MON_ATTACH_BACKLOG_MAX,
+                   SL_MON_ATTACH_BACKLOG, &backlog)) {
+        mon_reply_err(m, r, "backlog must be %u..%u bytes", SL_MON_ATTACH_BACKLOG_MIN,
+                      SL_MON_ATTACH_BACKLOG_MAX);
         return;
     }
     if (!c) {
@@ -266,8 +285,10 @@ void mon_attach(mon *m, mon_req *r, const json_t *msg)
     a->in_fd = pin[0];
     a->had_stdin = in;
     a->tty = tty;
+    a->backlog_max = (size_t)backlog;
     a->out_fd[0] = pout[1];
     a->out_fd[1] = perr[1];
+    initial_size(c, (int)w, (int)h);
     int fds[3];
     const char *names[3];
     size_t n = 0;

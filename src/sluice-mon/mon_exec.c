@@ -1,8 +1,11 @@
 /* Exec: `runc exec` as the monitor's child with a process.json made from
  * the container bundle's process (args, terminal and initial size set), so
  * the size applies before the process starts. The client ends of its pipes
- * (or a dup of the PTY master) go to sluiced with the reply; the monitor
- * keeps only what it needs to resize and to see the output end. */
+ * (or a dup of the PTY master) go to sluiced with the reply, once runc exec
+ * exited well: a process that could not be started (no such binary) is an
+ * error reply with runc's reason, never a pipe carrying runc's log line and
+ * a fake exit code. The monitor keeps only what it needs to resize and to
+ * see the output end. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mon.h"
@@ -47,6 +51,9 @@ static void exec_free(mon_exec *x)
     }
     if (x->master >= 0)
         close(x->master);
+    for (int i = 0; i < 3; i++)
+        if (x->client[i] >= 0)
+            close(x->client[i]);
     if (x->reply)
         mon_reply_err(m, x->reply, "exec %s ended", x->id);
     if (x->dir)
@@ -67,10 +74,11 @@ static void drain_cb(void *data)
     maybe_finish(x);
 }
 
-/* exec_exited once runc exec exited and the process closed its output. */
+/* exec_exited once runc exec exited and the process closed its output,
+ * after the reply that handed out its ends. */
 static void maybe_finish(mon_exec *x)
 {
-    if (!x->exited)
+    if (!x->exited || x->reply)
         return;
     if (x->watch_w[0] || x->watch_w[1]) {
         if (!x->drain_timer)
@@ -97,33 +105,86 @@ static void hup_cb(sl_mwatch *w, uint32_t events, void *data)
 
 static pid_t exec_pid(mon_exec *x);
 
+/* The exec did not start (or its ends cannot be handed out): the reply is
+ * the error; a process that runs anyway is killed. */
 static void fail(mon_exec *x, const char *why)
 {
     mon *m = x->m;
-    mon_reply_err(m, x->reply, "runc exec %s: %s", x->id, *why ? why : "failed");
+    if (x->runc_ok && exec_pid(x) > 0)
+        kill(-x->pid, SIGKILL);
+    mon_reply_err(m, x->reply, "%s", why);
     x->reply = NULL;
     exec_free(x);
     mon_shutdown_check(m);
+}
+
+/* Sends sluiced its ends: the pipes, or a dup of the PTY master. */
+static void maybe_reply(mon_exec *x)
+{
+    if (!x->reply || !x->runc_ok || (x->tty && x->master < 0))
+        return;
+    static const char *const all[3] = {"stdin", "stdout", "stderr"};
+    int fds[3];
+    const char *names[3];
+    size_t n = 0;
+    if (x->tty) {
+        fds[n] = fcntl(x->master, F_DUPFD_CLOEXEC, 3), names[n++] = "tty";
+        if (fds[0] < 0) {
+            char why[160];
+            snprintf(why, sizeof(why), "exec %s: %s", x->id, strerror(errno));
+            fail(x, why);
+            return;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (x->client[i] >= 0)
+            fds[n] = x->client[i], names[n++] = all[i], x->client[i] = -1;
+    mon_reply(x->m, x->reply, NULL, fds, names, n);
+    x->reply = NULL;
+    maybe_finish(x);
+}
+
+/* runc's reason from its log (the last msg="..."), else its other output. */
+static void runc_reason(const mon_exec *x, int status, const char *err, char *out, size_t outlen)
+{
+    char text[SL_MON_ERR_TEXT] = "";
+    SL_AUTOFREE char *log = sl_path_join(x->dir, "runc.log");
+    int fd = log ? open(log, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        off_t off = st.st_size > (off_t)sizeof(text) - 1 ? st.st_size - (off_t)sizeof(text) + 1 : 0;
+        ssize_t n = pread(fd, text, sizeof(text) - 1, off);
+        text[n > 0 ? n : 0] = '\0';
+    }
+    if (fd >= 0)
+        close(fd);
+    mon_runc_message(text[0] ? text : err, out, outlen);
+    if (!out[0])
+        snprintf(out, outlen, "runc exec exited %d", mon_exit_code(status));
 }
 
 static void exec_done(mon *m, int status, const char *err, void *data)
 {
     mon_exec *x = data;
     x->job = NULL;
-    bool ok = status == 0 && exec_pid(x) > 0;
-    if (x->reply && (!ok || !x->console)) {
-        fail(x, ok ? "no terminal came on the console socket" : err);
+    if (status != 0 || exec_pid(x) <= 0) { /* runc could not start the process */
+        char reason[SL_MON_ERR_TEXT], why[SL_MON_ERR_TEXT + 200];
+        runc_reason(x, status, err, reason, sizeof(reason));
+        mon_log(MON_INFO, "exec %s in %s did not start: %s", x->id, x->ctr_id, reason);
+        snprintf(why, sizeof(why), "failed to start exec \"%s\": OCI runtime exec failed: %s",
+                 x->id, reason);
+        fail(x, why);
         return;
     }
-    if (ok) { /* the process is ours to reap now */
-        int st;
-        if (mon_unclaimed_take(m, x->pid, &st))
-            mon_exec_reaped(m, x->pid, st);
+    x->runc_ok = true;
+    if (x->tty && x->master < 0 && !x->console) {
+        fail(x, "no terminal came on the console socket");
         return;
     }
-    x->exited = true;
-    x->exit_code = mon_exit_code(status);
-    maybe_finish(x);
+    maybe_reply(x);
+    int st; /* the process is ours to reap now */
+    if (mon_unclaimed_take(m, x->pid, &st))
+        mon_exec_reaped(m, x->pid, st);
 }
 
 bool mon_exec_reaped(mon *m, pid_t pid, int status)
@@ -149,6 +210,7 @@ static int watch_hup(mon_exec *x, int i, int fd)
 
 static void console_cb(mon *m, int master, void *data)
 {
+    (void)m;
     mon_exec *x = data;
     mon_console_free(x->console);
     x->console = NULL;
@@ -160,22 +222,35 @@ static void console_cb(mon *m, int master, void *data)
     x->master = master;
     if (x->want_w > 0 && x->want_h > 0)
         mon_set_winsize(master, x->want_w, x->want_h);
-    int dup_fd = fcntl(master, F_DUPFD_CLOEXEC, 3);
-    if (dup_fd < 0 || watch_hup(x, 0, master) < 0) {
-        if (dup_fd >= 0)
-            close(dup_fd);
-        mon_reply_err(m, x->reply, "exec %s: %s", x->id, strerror(errno));
-        x->reply = NULL;
+    if (watch_hup(x, 0, master) < 0) {
         if (x->job)
-            kill(mon_job_pid(x->job), SIGKILL);
+            kill(mon_job_pid(x->job), SIGKILL); /* exec_done reports it */
+        else
+            fail(x, "cannot watch the terminal");
         return;
     }
-    const char *names[] = {"tty"};
-    mon_reply(m, x->reply, NULL, &dup_fd, names, 1);
-    x->reply = NULL;
+    maybe_reply(x);
 }
 
-/* The bundle's process with args, terminal and consoleSize replaced. */
+/* TERM=xterm in a process's env, replacing any TERM: what containerd gives
+ * every exec with a terminal (oci.WithEnv in its execInternal). */
+static void set_term(json_t *p)
+{
+    json_t *env = json_object_get(p, "env");
+    if (!json_is_array(env)) {
+        env = json_array();
+        json_object_set_new(p, "env", env);
+    }
+    for (size_t i = json_array_size(env); i-- > 0;) {
+        const char *v = json_string_value(json_array_get(env, i));
+        if (v && !strncmp(v, "TERM=", 5))
+            json_array_remove(env, i);
+    }
+    json_array_append_new(env, json_string("TERM=xterm"));
+}
+
+/* The bundle's process with args, terminal and consoleSize replaced (and
+ * TERM set for a terminal). */
 static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w, int h,
                           sl_error *e)
 {
@@ -193,6 +268,8 @@ static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w
     }
     json_object_set_new(p, "args", json_deep_copy(cmd));
     json_object_set_new(p, "terminal", json_boolean(tty));
+    if (tty)
+        set_term(p);
     if (tty && w > 0 && h > 0)
         json_object_set_new(p, "consoleSize", json_pack("{s:i, s:i}", "height", h, "width", w));
     else
@@ -285,6 +362,7 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     snprintf(x->ctr_id, sizeof(x->ctr_id), "%s", a->c->id);
     x->tty = a->tty;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
+    x->client[0] = x->client[1] = x->client[2] = -1;
     char *base = sl_path_join(m->run_dir, "exec");
     x->dir = base ? sl_path_join(base, a->id) : NULL;
     x->pid_file = x->dir ? sl_path_join(x->dir, "pid") : NULL;
@@ -309,8 +387,11 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
 static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
 {
     SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
-    const char *args[12] = {"exec", "--process", proc, "--pid-file", x->pid_file};
-    int n = 5;
+    SL_AUTOFREE char *log = sl_path_join(x->dir, "runc.log");
+    /* runc's reason when it cannot start the process: its stderr is the
+     * process's, so it is read from its log instead. */
+    const char *args[16] = {"--log", log, "exec", "--process", proc, "--pid-file", x->pid_file};
+    int n = 7;
     /* Detached: runc exits once the process runs, so no runc (about 7 MiB)
      * is kept per session, and the process's exit reaches us (its
      * subreaper) at once instead of after runc's own teardown. Pipes pass
@@ -357,21 +438,12 @@ void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
     }
     x->conn = r->conn;
     mon_log(MON_INFO, "exec %s in %s: runc pid %d", x->id, x->ctr_id, (int)mon_job_pid(x->job));
-    if (a.tty) {
-        x->reply = r;
-        return;
-    }
+    x->reply = r; /* once runc exec exited well: maybe_reply */
+    for (int i = 0; i < 3; i++)
+        x->client[i] = client[i];
     for (int i = 1; i < 3; i++)
         if (client[i] >= 0)
             watch_hup(x, i - 1, fcntl(client[i], F_DUPFD_CLOEXEC, 3));
-    static const char *const all[3] = {"stdin", "stdout", "stderr"};
-    int fds[3];
-    const char *names[3];
-    size_t n = 0;
-    for (int i = 0; i < 3; i++)
-        if (client[i] >= 0)
-            fds[n] = client[i], names[n++] = all[i];
-    mon_reply(m, r, NULL, fds, names, n);
 }
 
 static pid_t exec_pid(mon_exec *x)

@@ -128,9 +128,33 @@ static void write_failed(sl_mon_attach *a, int s, int err)
     mark(a, "attach client closed its %s (%s)", out_names[s], strerror(err));
 }
 
+/* Writes what a's fd takes of its queue now. -1 after a write error. */
+static int drain(sl_mon_attach *a, int s)
+{
+    while (sl_bufq_len(&a->q[s]) > 0) {
+        struct iovec iov[WRITEV_MAX];
+        int n = sl_bufq_peek(&a->q[s], iov, WRITEV_MAX);
+        ssize_t w = writev(a->out_fd[s], iov, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (w < 0) {
+            write_failed(a, s, errno);
+            return -1;
+        }
+        sl_bufq_consume(&a->q[s], (size_t)w);
+    }
+    return 0;
+}
+
 static void feed_one(sl_mon_fanout *f, sl_mon_attach *a, int s, const char *p, size_t len)
 {
     size_t done = 0;
+    /* The client's reader works while we read the container: what it took
+     * since the last wakeup makes room now, not only at the next one. */
+    if (sl_bufq_len(&a->q[s]) > 0 && drain(a, s) < 0)
+        return;
     if (sl_bufq_len(&a->q[s]) == 0) {
         ssize_t w = write(a->out_fd[s], p, len);
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
@@ -142,8 +166,9 @@ static void feed_one(sl_mon_fanout *f, sl_mon_attach *a, int s, const char *p, s
     if (done == len)
         return;
     size_t behind = sl_bufq_len(&a->q[0]) + sl_bufq_len(&a->q[1]);
-    if (behind + (len - done) > f->backlog_max) {
-        mark(a, "attach client fell more than %zu bytes behind", f->backlog_max);
+    size_t max = a->backlog_max ? a->backlog_max : f->backlog_max;
+    if (behind + (len - done) > max) {
+        mark(a, "attach client fell more than %zu bytes behind (attach-backlog)", max);
         return;
     }
     bool was_empty = sl_bufq_len(&a->q[s]) == 0;
@@ -169,21 +194,12 @@ void sl_mon_fanout_writable(sl_mon_fanout *f, sl_mon_attach *a, int s)
 {
     if ((s != 0 && s != 1) || a->out_fd[s] < 0)
         return;
-    while (sl_bufq_len(&a->q[s]) > 0) {
-        struct iovec iov[WRITEV_MAX];
-        int n = sl_bufq_peek(&a->q[s], iov, WRITEV_MAX);
-        ssize_t w = writev(a->out_fd[s], iov, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (w < 0) {
-            write_failed(a, s, errno);
-            end_marked(f);
-            return;
-        }
-        sl_bufq_consume(&a->q[s], (size_t)w);
+    if (drain(a, s) < 0) {
+        end_marked(f);
+        return;
     }
+    if (sl_bufq_len(&a->q[s]) > 0)
+        return;
     want(f, a, s, false);
     if (a->out_eof[s])
         close_out(f, a, s);

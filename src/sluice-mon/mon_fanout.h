@@ -2,9 +2,13 @@
  * objects themselves. No event loop here: the caller feeds bytes as the
  * container produces them and calls sl_mon_fanout_writable when a
  * session's fd can take more. Writes are non-blocking; each session queues
- * at most backlog_max bytes (both streams together) and is ended when it
- * would need more, so a slow client never slows the container, the log, or
- * the other sessions. */
+ * at most its backlog (both streams together) and is ended when it would
+ * need more, so a slow client never slows the container, the log, or the
+ * other sessions. (containerd does the opposite: its writer group writes
+ * to every attach stream in turn, so one slow client holds the container's
+ * output, the log and every other client.) A time allowance on top of the
+ * byte bound would not spare more clients for the same memory: it could
+ * only cut earlier. */
 #ifndef SL_MON_FANOUT_H
 #define SL_MON_FANOUT_H
 
@@ -26,6 +30,7 @@ typedef struct sl_mon_attach {
     int in_fd;          /* read end of the session's stdin; -1 = none/closed */
     bool had_stdin;     /* the session was created with stdin (stdin_once) */
     bool tty;           /* the client asked for a terminal */
+    size_t backlog_max; /* bytes it may queue; 0 = the fan-out's */
     bool ending;        /* marked for ending in the current call */
     bool finishing;     /* sl_mon_fanout_finish: outputs close once drained */
     uint64_t detach_ms; /* the loop layer's: when its client's stdin ended, 0 */
@@ -52,7 +57,8 @@ typedef struct sl_mon_fanout {
     void *ud;
 } sl_mon_fanout;
 
-/* backlog_max 0 = SL_MON_ATTACH_BACKLOG. ops may be NULL (no callbacks). */
+/* backlog_max: the default per session, 0 = SL_MON_ATTACH_BACKLOG. ops may
+ * be NULL (no callbacks). */
 void sl_mon_fanout_init(sl_mon_fanout *f, size_t backlog_max, const sl_mon_fanout_ops *ops,
                         void *ud);
 /* Ends every session (callbacks fire with why). */

@@ -109,29 +109,83 @@ static void record(sl_mon_log *l, const char *ts, size_t tslen, int stream, char
 {
     char head[SL_MON_LOG_TS_MAX + 16];
     memcpy(head, ts, tslen);
-    int n = snprintf(head + tslen, sizeof(head) - tslen, " %s %c ", stream_names[stream], tag);
-    if (sl_bufq_append(&l->out, head, tslen + (size_t)n) != 0 ||
-        sl_bufq_append(&l->out, content, len) != 0 || sl_bufq_append(&l->out, "\n", 1) != 0)
-        l->dropped += tslen + (size_t)n + len + 1;
+    size_t hlen = tslen + (size_t)snprintf(head + tslen, sizeof(head) - tslen, " %s %c ",
+                                           stream_names[stream], tag);
+    size_t avail; /* one contiguous piece: a record is queued whole or not at all */
+    uint8_t *dst = sl_bufq_reserve(&l->out, hlen + len + 1, &avail);
+    if (!dst) {
+        l->dropped += hlen + len + 1;
+        l->dropped_records++;
+        return;
+    }
+    memcpy(dst, head, hlen);
+    memcpy(dst + hlen, content, len);
+    dst[hlen + len] = '\n';
+    sl_bufq_commit(&l->out, hlen + len + 1);
 }
 
-/* Writes the records queued by one call; what the file refuses is dropped. */
+/* Bytes after the last newline among the first w bytes of iov (every
+ * record ends with one, content has none): the part of an unfinished
+ * record that went to the file; `carry` when there is no newline. */
+static size_t unfinished(const struct iovec *iov, size_t w, size_t carry)
+{
+    size_t off = 0, tail = carry;
+    for (int i = 0; off < w; i++) {
+        size_t n = iov[i].iov_len < w - off ? iov[i].iov_len : w - off;
+        const char *nl = memrchr(iov[i].iov_base, '\n', n);
+        tail = nl ? n - (size_t)(nl - (const char *)iov[i].iov_base) - 1 : tail + n;
+        off += n;
+    }
+    return tail;
+}
+
+/* Counts newlines (whole records) in what is still queued. */
+static uint64_t queued_records(const sl_bufq *q)
+{
+    uint64_t n = 0;
+    for (const sl_bufq_chunk *c = q->head; c; c = c->next)
+        for (const char *p = (const char *)c->data + c->start, *end = p + (c->end - c->start);
+             (p = memchr(p, '\n', (size_t)(end - p))); p++)
+            n++;
+    return n;
+}
+
+/* A write failed after `partial` bytes of a record went out: cut the file
+ * back to the record before it, drop the rest of the call's records. */
+static void write_failed(sl_mon_log *l, size_t partial, int err)
+{
+    if (partial > 0) {
+        off_t end = lseek(l->fd, 0, SEEK_END);
+        l->torn = end < (off_t)partial || ftruncate(l->fd, end - (off_t)partial) < 0;
+    }
+    l->dropped_records += queued_records(&l->out); /* a cut record's newline is queued */
+    l->dropped += sl_bufq_len(&l->out) + partial;
+    sl_bufq_consume(&l->out, sl_bufq_len(&l->out));
+    l->err = err ? err : EIO;
+}
+
+/* Writes the records queued by one call, whole, or drops them (counted). */
 static void write_out(sl_mon_log *l)
 {
+    size_t partial = 0;
+    if (l->fd < 0) {
+        sl_bufq_consume(&l->out, sl_bufq_len(&l->out)); /* no log */
+        return;
+    }
     while (sl_bufq_len(&l->out) > 0) {
         struct iovec iov[IOV_MAX < 64 ? IOV_MAX : 64];
         int cnt = sl_bufq_peek(&l->out, iov, (int)(sizeof(iov) / sizeof(iov[0])));
-        ssize_t w = l->fd >= 0 ? writev(l->fd, iov, cnt) : -1;
+        ssize_t w = writev(l->fd, iov, cnt);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
-            if (l->fd >= 0)
-                l->dropped += sl_bufq_len(&l->out);
-            sl_bufq_consume(&l->out, sl_bufq_len(&l->out));
+            write_failed(l, partial, w < 0 ? errno : 0);
             return;
         }
+        partial = unfinished(iov, (size_t)w, partial);
         sl_bufq_consume(&l->out, (size_t)w);
     }
+    l->err = 0;
 }
 
 /* Appends seg (no newline in it) to the pending line, cutting P records of

@@ -5,12 +5,16 @@
  * part of the content; a line longer than line_max is cut into P records
  * of exactly line_max bytes and a final F with the rest (a line of exactly
  * line_max bytes is one F); an unterminated last line at end of stream is
- * written as a P record. Writes go to a regular file opened O_APPEND; a
- * failed write drops those records (counted) and never blocks the caller
- * on anything but the disk. */
+ * written as a P record. Writes go to a regular file opened O_APPEND and
+ * never block the caller on anything but the disk. The file only ever
+ * holds whole records: a write that fails midway (a full disk) is cut back
+ * to the last complete record, and the records of that call are dropped
+ * and counted; the next call tries again, so logging resumes by itself
+ * when space returns. */
 #ifndef SL_MON_LOG_H
 #define SL_MON_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,8 +32,11 @@ typedef struct sl_mon_log {
     size_t line_max;
     char *pend[2]; /* unterminated line per stream, line_max bytes each */
     size_t pend_len[2];
-    sl_bufq out;      /* records of one write call */
-    uint64_t dropped; /* bytes of records that could not be written */
+    sl_bufq out;              /* records of one write call */
+    uint64_t dropped;         /* bytes of records that could not be written */
+    uint64_t dropped_records; /* those records */
+    int err;                  /* errno of the last failed write; 0 once one succeeded */
+    bool torn;                /* a cut-back failed: the file ends inside a record */
 } sl_mon_log;
 
 /* Opens path for appending (created 0640; a missing parent directory is

@@ -113,11 +113,13 @@ void mon_signals_stop(mon *m)
 
 static json_t *record(const mon_ctr *c)
 {
-    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:s}", "state", state_names[c->state],
-                     "pid", (int)c->pid, "exit_code", c->exit_code, "created_at",
-                     (json_int_t)c->created_at, "started_at", (json_int_t)c->started_at,
-                     "finished_at", (json_int_t)c->finished_at, "reason", mon_ctr_reason(c),
-                     "message", c->message ? c->message : "");
+    return json_pack("{s:s, s:i, s:i, s:I, s:I, s:I, s:s, s:s, s:I, s:I}", "state",
+                     state_names[c->state], "pid", (int)c->pid, "exit_code", c->exit_code,
+                     "created_at", (json_int_t)c->created_at, "started_at",
+                     (json_int_t)c->started_at, "finished_at", (json_int_t)c->finished_at, "reason",
+                     mon_ctr_reason(c), "message", c->message ? c->message : "",
+                     "log_dropped_bytes", (json_int_t)c->io.log.dropped, "log_dropped_records",
+                     (json_int_t)c->io.log.dropped_records);
 }
 
 json_t *mon_ctr_json(const mon_ctr *c)

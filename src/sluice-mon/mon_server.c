@@ -167,7 +167,7 @@ void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    mon_log(MON_INFO, "request failed: %s", text);
+    mon_log(MON_ERR, "request failed: %s", text);
     if (r->local) {
         r->local(m, r->local_arg, false, NULL, NULL, NULL, 0, text);
         mon_req_free(r);

@@ -36,6 +36,7 @@ struct mon_sess_state {
     sess *list;
     uint64_t next_id;
     uint32_t pf_timeout_ms;
+    uint32_t attach_backlog; /* sluiced's attach-backlog, 0: the default */
     bool closed;
 };
 
@@ -193,12 +194,14 @@ static void exec_start(void *arg, sl_proc *proc, const sl_exec_request *r, const
 static void attach_start(void *arg, sl_proc *proc, const sl_attach_request *r,
                          const sl_term_size *sz)
 {
-    (void)sz;
     mon *m = arg;
     sess *s = sess_new(m, SL_STREAM_ATTACH, r->container_id);
-    json_t *msg = json_pack("{s:s, s:i, s:s, s:s, s:b, s:b, s:b, s:b}", "type", "attach", "id", 0,
-                            "container_id", r->container_id, "session", s ? s->id : "", "tty",
-                            r->tty, "stdin", r->in, "stdout", r->out, "stderr", r->err);
+    json_t *msg = json_pack("{s:s, s:i, s:s, s:s, s:b, s:b, s:b, s:b, s:i, s:i}", "type", "attach",
+                            "id", 0, "container_id", r->container_id, "session", s ? s->id : "",
+                            "tty", r->tty, "stdin", r->in, "stdout", r->out, "stderr", r->err,
+                            "width", sz ? sz->width : 0, "height", sz ? sz->height : 0);
+    if (msg && m->sess->attach_backlog)
+        json_object_set_new(msg, "backlog", json_integer(m->sess->attach_backlog));
     start(m, proc, s, msg);
 }
 
@@ -328,6 +331,7 @@ void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nf
     int rc = SL_ERR_INVAL;
     if (!why) {
         m->sess->pf_timeout_ms = h.lim.pf_connect_timeout_ms;
+        m->sess->attach_backlog = h.lim.attach_backlog;
         rc = sl_server_adopt(m->sess->srv, h.conn, buf, (size_t)h.len, &h.req, &h.lim.stream);
         h.conn = -1; /* adopted or closed */
     }

@@ -19,6 +19,52 @@ void mon_io_init(mon_io *io, mon_ctr *c)
     sl_mon_fanout_init(&io->fo, SL_MON_ATTACH_BACKLOG, &mon_attach_ops, c);
 }
 
+/* Writes to the log failed for the first time, or work again: the
+ * monitor's log, sluiced (event log_dropped) and the status record say so,
+ * with what was dropped since the container started. */
+static void log_health(mon_ctr *c, uint64_t bytes_before, uint64_t records_before)
+{
+    const sl_mon_log *l = &c->io.log;
+    if (l->err) {
+        mon_log(MON_WARN,
+                "container %s: log %s: %s: dropping whole records until it can be written", c->id,
+                l->path, strerror(l->err));
+        c->io.drop_mark[0] = bytes_before;
+        c->io.drop_mark[1] = records_before;
+    } else {
+        mon_log(MON_WARN,
+                "container %s: log %s can be written again; %llu bytes (%llu records) "
+                "were dropped",
+                c->id, l->path, (unsigned long long)(l->dropped - c->io.drop_mark[0]),
+                (unsigned long long)(l->dropped_records - c->io.drop_mark[1]));
+    }
+    if (l->torn)
+        mon_log(MON_ERR, "container %s: log %s could not be cut back: it ends inside a record",
+                c->id, l->path);
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "log_dropped", "container_id",
+                           c->id, "path", l->path, "dropped_bytes", (json_int_t)l->dropped,
+                           "dropped_records", (json_int_t)l->dropped_records);
+    if (ev && l->err)
+        json_object_set_new(ev, "error", json_string(strerror(l->err)));
+    mon_event(c->m, ev);
+    mon_status_write(c);
+}
+
+/* Logs output of stream s (NULL: its end), reporting when the log's
+ * writability changes. */
+static void log_output(mon_ctr *c, int s, const char *p, size_t n)
+{
+    sl_mon_log *l = &c->io.log;
+    uint64_t bytes = l->dropped, records = l->dropped_records;
+    int was = l->err;
+    if (p)
+        sl_mon_log_write(l, s, p, n, sl_real_ns());
+    else
+        sl_mon_log_flush(l, s, sl_real_ns());
+    if (!was != !l->err)
+        log_health(c, bytes, records);
+}
+
 static void close_output(mon_ctr *c, int s)
 {
     mon_io *io = &c->io;
@@ -30,7 +76,7 @@ static void close_output(mon_ctr *c, int s)
         close(io->out_fd[s]);
     io->out_w[s] = NULL;
     io->out_fd[s] = -1;
-    sl_mon_log_flush(&io->log, s, sl_real_ns());
+    log_output(c, s, NULL, 0);
     sl_mon_fanout_eof(&io->fo, s);
     if (io->out_fd[0] < 0 && io->out_fd[1] < 0)
         mon_ctr_outputs_done(c);
@@ -69,7 +115,7 @@ static void output(mon_ctr *c, int s)
             continue;
         }
         io->last_out_ms = sl_mono_ms();
-        sl_mon_log_write(&io->log, s, scratch, (size_t)n, sl_real_ns());
+        log_output(c, s, scratch, (size_t)n);
         sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
     }
 }

@@ -1,85 +1,120 @@
-/* Container commands: create, start, stop, rm, ps, inspect. */
+/* Container commands: create, start, stop, rm, inspect (ps: cmd_ps.c). */
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd_util.h"
 
 /* ---- create ---- */
 
 static const char create_help[] =
-    "Usage: sluicectl create [--with-pull] POD-ID CONTAINER-CONFIG.json POD-CONFIG.json\n"
+    "Usage: sluicectl create [FLAGS] POD-ID CONTAINER-CONFIG.[json|yaml] POD-CONFIG.[json|yaml]\n"
     "\n"
-    "Creates a container in a pod sandbox and prints its ID. The configs are JSON\n"
-    "(ContainerConfig and the PodSandboxConfig the pod was run with); YAML files\n"
-    "are read only in their JSON subset.\n"
+    "Creates a container in a pod sandbox and prints its ID. The configs are YAML\n"
+    "or JSON (ContainerConfig and the PodSandboxConfig the pod was run with).\n"
     "\n"
-    "      --with-pull   pull the image first when the runtime does not have it\n"
-    "                    (sluiced imports it from its import directory)\n"
-    "  -h, --help        this help\n";
+    "      --with-pull               pull the image first when the runtime lacks it\n"
+    "                                (the default with pull-image-on-create: true)\n"
+    "      --no-pull                 do not pull (overrides pull-image-on-create)\n"
+    "      --creds USER[:PASSWORD]   registry credentials for the pull\n"
+    "      --auth AUTH               base64 of USER[:PASSWORD]\n"
+    "      --username USER           registry user; the password is read from stdin\n"
+    "      --pull-timeout, --pt D    deadline of the pull (default 0: none)\n"
+    "  -T, --cancel-timeout D        deadline of CreateContainer (default 60 s, or the\n"
+    "                                global timeout when that is longer)\n"
+    "  -h, --help                    this help\n";
 
-static int flag_opt(void *arg, int id, const char *val)
+typedef struct create_opts {
+    ctl *c;
+    cu_pull p;
+} create_opts;
+
+static int create_opt(void *arg, int id, const char *val)
 {
-    (void)id;
-    (void)val;
-    *(bool *)arg = true;
+    create_opts *o = arg;
+    return cu_pull_opt(o->c, &o->p, id == 'T' ? CU_CANCEL_TIMEOUT : id, val) ? -1 : 0;
+}
+
+/* A call's deadline: --cancel-timeout when given, else the slow default. */
+uint32_t cu_slow_deadline(ctl *c, uint64_t cancel_ms)
+{
+    if (cancel_ms)
+        return cancel_ms < CTL_NO_DEADLINE_MS ? (uint32_t)cancel_ms : CTL_NO_DEADLINE_MS;
+    return c->timeout_ms > CTL_SLOW_TIMEOUT_MS ? c->timeout_ms : CTL_SLOW_TIMEOUT_MS;
+}
+
+/* Whether create/run pull: the flags, else the config file's default. */
+int cu_want_pull(ctl *c, const cu_pull *p, bool dflt, bool *pull)
+{
+    if (p->with && p->without)
+        return ctl_usage(c, "give --with-pull or --no-pull, not both");
+    *pull = p->with || (!p->without && dflt);
     return 0;
 }
 
-static int pull_if_missing(ctl *c, Runtime__V1__ImageSpec *img)
+char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
+                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg)
 {
-    Runtime__V1__ImageStatusRequest sreq = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
-    sreq.image = img;
-    Runtime__V1__ImageStatusResponse *s = (void *)ctl_img_call(
-        c, "ImageStatus", &sreq.base, &runtime__v1__image_status_response__descriptor);
-    if (!s)
-        return -1;
-    bool have = s->image != NULL;
-    ctl_free_msg(s);
-    if (have)
-        return 0;
-    Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-    req.image = img;
-    void *r =
-        ctl_img_call(c, "PullImage", &req.base, &runtime__v1__pull_image_response__descriptor);
+    if (pull && cfg->image && cfg->image->image && *cfg->image->image) {
+        char *ref = cu_pull_image(c, p, cfg->image, pcfg, true);
+        if (!ref)
+            return NULL;
+        free(ref);
+    }
+    Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
+    req.pod_sandbox_id = (char *)pod;
+    req.config = cfg;
+    req.sandbox_config = pcfg;
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    int st = ctl_call_raw(c, false, "CreateContainer", &req.base,
+                          &runtime__v1__create_container_response__descriptor, &r,
+                          cu_slow_deadline(c, p->cancel_ms), &e);
+    if (st != SL_CRI_OK && st != -2)
+        ctl_print_call_err(c, "CreateContainer", &e);
+    char *id =
+        st == SL_CRI_OK ? strdup(((Runtime__V1__CreateContainerResponse *)r)->container_id) : NULL;
     ctl_free_msg(r);
-    return r ? 0 : -1;
+    return id;
+}
+
+static int create(ctl *c, create_opts *o, bool pull, char **args)
+{
+    char *pod = ctl_resolve_pod(c, args[0]);
+    if (!pod)
+        return CTL_EXIT_FAIL;
+    ctl_arena *a = ctl_arena_new();
+    Runtime__V1__ContainerConfig *cfg =
+        (void *)ctl_load_config_msg(c, args[1], &runtime__v1__container_config__descriptor, a);
+    Runtime__V1__PodSandboxConfig *pcfg =
+        (void *)ctl_load_config_msg(c, args[2], &runtime__v1__pod_sandbox_config__descriptor, a);
+    char *id = cfg && pcfg ? cu_create_ctr(c, &o->p, pull, pod, cfg, pcfg) : NULL;
+    if (id)
+        puts(id);
+    free(id);
+    ctl_arena_free(a);
+    free(pod);
+    return id ? 0 : CTL_EXIT_FAIL;
 }
 
 int cmd_create(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"with-pull", no_argument, NULL, 'P'}, CTL_OPT_HELP, CTL_OPT_END};
-    bool pull = false;
+    static const struct option lo[] = {CU_PULL_CREATE_OPTS, CTL_OPT_HELP, CTL_OPT_END};
+    create_opts o = {.c = c};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "", lo, create_help, flag_opt, &pull, &first, &rc))
-        return rc;
-    if (argc - first != 3)
-        return ctl_usage(c, "needs POD-ID CONTAINER-CONFIG POD-CONFIG (see sluicectl create "
-                            "--help)");
-    char *pod = ctl_resolve_pod(c, argv[first]);
-    if (!pod)
-        return CTL_EXIT_FAIL;
-    ctl_arena *a = ctl_arena_new();
-    Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
-    req.pod_sandbox_id = pod;
-    req.config = (void *)ctl_load_config_msg(c, argv[first + 1],
-                                             &runtime__v1__container_config__descriptor, a);
-    req.sandbox_config = (void *)ctl_load_config_msg(
-        c, argv[first + 2], &runtime__v1__pod_sandbox_config__descriptor, a);
-    rc = CTL_EXIT_FAIL;
-    if (req.config && req.sandbox_config &&
-        (!pull || !req.config->image || pull_if_missing(c, req.config->image) == 0)) {
-        Runtime__V1__CreateContainerResponse *r = (void *)ctl_rt_call_slow(
-            c, "CreateContainer", &req.base, &runtime__v1__create_container_response__descriptor);
-        if (r) {
-            puts(r->container_id);
-            rc = 0;
-        }
-        ctl_free_msg(r);
+    bool pull = false;
+    if (ctl_parse(c, argc, argv, "T:", lo, create_help, create_opt, &o, &first, &rc) == 0) {
+        if (argc - first != 3)
+            rc = ctl_usage(c, "needs POD-ID CONTAINER-CONFIG POD-CONFIG (see sluicectl create "
+                              "--help)");
+        else if ((rc = cu_want_pull(c, &o.p, c->pull_on_create, &pull)) == 0)
+            rc = create(c, &o, pull, argv + first);
     }
-    ctl_arena_free(a);
-    free(pod);
+    cu_pull_fini(&o.p);
     return rc;
 }
 
@@ -91,9 +126,8 @@ static const char start_help[] = "Usage: sluicectl start CONTAINER-ID...\n"
                                  "\n"
                                  "  -h, --help   this help\n";
 
-static int start_one(ctl *c, const char *id, void *arg)
+int cu_start_ctr(ctl *c, const char *id)
 {
-    (void)arg;
     Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
     void *r = ctl_rt_call_slow(c, "StartContainer", &req.base,
@@ -103,6 +137,12 @@ static int start_one(ctl *c, const char *id, void *arg)
     ctl_free_msg(r);
     puts(id);
     return 0;
+}
+
+static int start_one(ctl *c, const char *id, void *arg)
+{
+    (void)arg;
+    return cu_start_ctr(c, id);
 }
 
 int cmd_start(ctl *c, int argc, char **argv)
@@ -178,16 +218,19 @@ int cmd_stop(ctl *c, int argc, char **argv)
     return cu_each(c, argc - first, argv + first, CU_CTR, stop_one, &s);
 }
 
-static const char rm_help[] = "Usage: sluicectl rm [-f] [-a] [CONTAINER-ID...]\n"
-                              "\n"
-                              "Removes containers (ID, unique ID prefix or name).\n"
-                              "\n"
-                              "  -f, --force   stop a running container first\n"
-                              "  -a, --all     remove every container\n"
-                              "  -h, --help    this help\n";
+static const char rm_help[] =
+    "Usage: sluicectl rm [-f] [-a] [-k] [CONTAINER-ID...]\n"
+    "\n"
+    "Removes containers (ID, unique ID prefix or name) and, as crictl does, their\n"
+    "log file and its rotations (LOG.*). A running container is refused unless -f.\n"
+    "\n"
+    "  -f, --force       stop a running container first\n"
+    "  -a, --all         remove every container\n"
+    "  -k, --keep-logs   keep the log file and its rotations\n"
+    "  -h, --help        this help\n";
 
 typedef struct rm_arg {
-    bool force, all;
+    bool force, all, keep_logs;
 } rm_arg;
 
 static int rm_opt(void *arg, int id, const char *val)
@@ -196,36 +239,71 @@ static int rm_opt(void *arg, int id, const char *val)
     rm_arg *o = arg;
     if (id == 'f')
         o->force = true;
+    else if (id == 'k')
+        o->keep_logs = true;
     else
         o->all = true;
     return 0;
 }
 
+/* The log file and its rotations (path.*), as crictl removes them. */
+static void remove_logs(ctl *c, const char *id, const char *path)
+{
+    char pat[PATH_MAX + 4];
+    glob_t g = {0};
+    snprintf(pat, sizeof pat, "%s.*", path);
+    if (glob(pat, GLOB_NOSORT, NULL, &g) != 0)
+        g.gl_pathc = 0;
+    for (size_t i = 0; i <= g.gl_pathc; i++) {
+        const char *f = i < g.gl_pathc ? g.gl_pathv[i] : path;
+        if (unlink(f) < 0 && errno != ENOENT)
+            ctl_err(c, "removing log file %s of container %s: %s", f, id, strerror(errno));
+    }
+    globfree(&g);
+}
+
 static int rm_one(ctl *c, const char *id, void *arg)
 {
     rm_arg *o = arg;
-    if (o->force && stop_ctr(c, id, 0) < 0)
+    Runtime__V1__ContainerStatusRequest sreq = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+    sreq.container_id = (char *)id;
+    Runtime__V1__ContainerStatusResponse *s = (void *)ctl_rt_call(
+        c, "ContainerStatus", &sreq.base, &runtime__v1__container_status_response__descriptor);
+    if (!s || !s->status) {
+        ctl_free_msg(s);
         return -1;
-    Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
-    req.container_id = (char *)id;
-    void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
-                               &runtime__v1__remove_container_response__descriptor);
-    if (!r)
-        return -1;
-    ctl_free_msg(r);
-    puts(id);
-    return 0;
+    }
+    int rc = -1;
+    bool running = s->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+    if (running && !o->force)
+        ctl_err(c, "container %s is running: stop it first, or rm -f", id);
+    else if (!running || stop_ctr(c, id, 0) == 0) {
+        Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+        req.container_id = (char *)id;
+        void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
+                                   &runtime__v1__remove_container_response__descriptor);
+        ctl_free_msg(r);
+        if (r) {
+            puts(id);
+            if (!o->keep_logs && s->status->log_path && *s->status->log_path)
+                remove_logs(c, id, s->status->log_path);
+            rc = 0;
+        }
+    }
+    ctl_free_msg(s);
+    return rc;
 }
 
 int cmd_rm(ctl *c, int argc, char **argv)
 {
     static const struct option lo[] = {{"force", no_argument, NULL, 'f'},
                                        {"all", no_argument, NULL, 'a'},
+                                       {"keep-logs", no_argument, NULL, 'k'},
                                        CTL_OPT_HELP,
                                        CTL_OPT_END};
     rm_arg o = {0};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "fa", lo, rm_help, rm_opt, &o, &first, &rc))
+    if (ctl_parse(c, argc, argv, "fak", lo, rm_help, rm_opt, &o, &first, &rc))
         return rc;
     if (!o.all && first >= argc)
         return ctl_usage(c, "needs at least one CONTAINER-ID, or -a (see sluicectl rm --help)");
@@ -247,12 +325,13 @@ int cmd_rm(ctl *c, int argc, char **argv)
 /* ---- inspect ---- */
 
 static const char inspect_help[] =
-    "Usage: sluicectl inspect [-o json|yaml|table] CONTAINER-ID...\n"
+    "Usage: sluicectl inspect [-o json|yaml|table] [-q] CONTAINER-ID...\n"
     "\n"
     "Shows the status of containers (verbose ContainerStatus: {\"status\": ...,\n"
     "\"info\": ...}).\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
@@ -277,10 +356,11 @@ static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
 
 static int inspect_one(ctl *c, const char *id, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
     Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     req.container_id = (char *)id;
-    req.verbose = out != CTL_OUT_TABLE;
+    req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
         c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
     if (!r)
@@ -288,21 +368,22 @@ static int inspect_one(ctl *c, const char *id, void *arg)
     if (out == CTL_OUT_TABLE && r->status)
         ctr_status_table(r->status);
     else
-        cu_print_msg(&r->base, out);
+        cu_print_status(&r->base, o);
     ctl_free_msg(r);
     return 0;
 }
 
 int cmd_inspect(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    ctl_out out = CTL_OUT_JSON;
-    cu_out_arg oa = {c, &out, true};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, inspect_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspect_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl inspect --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &out);
+    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &o);
 }

@@ -133,7 +133,8 @@ int cmd_exec(ctl *c, int argc, char **argv)
 static const char attach_help[] =
     "Usage: sluicectl attach [-i] [-t] [-r spdy|websocket] [--detach-keys KEYS] CONTAINER\n"
     "\n"
-    "Attaches to a running container's stdio. -t must match the container's tty.\n"
+    "Attaches to a running container's stdio. -t is refused for a container that\n"
+    "has no terminal (its stderr would be lost).\n"
     "\n"
     "  -i, --stdin             send stdin to the container\n"
     "  -t, --tty               the container has a terminal: the local one is put into\n"
@@ -142,6 +143,30 @@ static const char attach_help[] =
     "      --detach-keys KEYS  with -i: keys that detach and leave the container running\n"
     "                          (default ctrl-p,ctrl-q; \"\" for none)\n"
     "  -h, --help              this help\n";
+
+/* The container's tty from verbose ContainerStatus info ({"info": {"config":
+ * {"tty": ...}}}, sluiced and containerd; containerd leaves a false tty
+ * out): 1, 0, or -1 when the runtime does not say. */
+static int ctr_tty(ctl *c, const char *id)
+{
+    Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+    req.container_id = (char *)id;
+    req.verbose = true;
+    Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
+        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
+    int tty = -1;
+    for (size_t i = 0; r && i < r->n_info; i++) {
+        if (strcmp(r->info[i]->key, "info"))
+            continue;
+        json_t *j = json_loads(r->info[i]->value, 0, NULL);
+        json_t *cfg = json_object_get(j, "config");
+        if (json_is_object(cfg))
+            tty = json_is_true(json_object_get(cfg, "tty"));
+        json_decref(j);
+    }
+    ctl_free_msg(r);
+    return tty;
+}
 
 int cmd_attach(ctl *c, int argc, char **argv)
 {
@@ -166,6 +191,14 @@ int cmd_attach(ctl *c, int argc, char **argv)
     char *id = ctl_resolve_ctr(c, argv[first]);
     if (!id)
         return CTL_EXIT_FAIL;
+    /* The runtime attaches with the container's own tty: -t on a container
+     * without one would silently lose its stderr. */
+    if (o.tty && ctr_tty(c, id) == 0) {
+        ctl_err(c, "container %s has no terminal (its config has tty: false): attach without -t",
+                id);
+        free(id);
+        return CTL_EXIT_FAIL;
+    }
     r.ctr_id = id;
     rc = ctl_stream_run(c, &r);
     free(id);

@@ -10,25 +10,26 @@ static const char images_help[] = "Usage: sluicectl images [FLAGS] [IMAGE]\n"
                                   "Lists images (only those matching IMAGE when given).\n"
                                   "\n"
                                   "      --digests          add a DIGEST column\n"
+                                  "      --pinned           add a PINNED column (true/false)\n"
                                   "  -q, --quiet            only image IDs\n"
                                   "  -v, --verbose          key: value blocks instead of a table\n"
                                   "      --no-trunc         full IDs\n"
                                   "  -o, --output FORMAT    table (default), json or yaml\n"
                                   "  -h, --help             this help\n";
 
-enum { I_DIGESTS = 256, I_NOTRUNC };
+enum { I_DIGESTS = 256, I_NOTRUNC, I_PINNED };
 
 typedef struct images_opts {
     ctl *c;
     cu_list_opts l;
-    bool digests;
+    bool digests, pinned;
 } images_opts;
 
 static int images_opt(void *arg, int id, const char *val)
 {
     images_opts *o = arg;
-    if (id == I_DIGESTS) {
-        o->digests = true;
+    if (id == I_DIGESTS || id == I_PINNED) {
+        *(id == I_DIGESTS ? &o->digests : &o->pinned) = true;
         return 0;
     }
     return cu_list_opt(o->c, &o->l, id == I_NOTRUNC ? CU_NO_TRUNC : id, val);
@@ -71,9 +72,14 @@ static void image_rows(ctl_table *t, const Runtime__V1__Image *im, const images_
         else
             snprintf(repo, sizeof repo, "<none>"), snprintf(tag, sizeof tag, "<none>");
         ctl_trunc_id(digest_of(im, repo), o->l.no_trunc, dg, sizeof dg);
-        const char *cells[] = {repo, tag, dg, id, size};
-        const char *cells_nd[] = {repo, tag, id, size};
-        ctl_table_add(t, o->digests ? cells : cells_nd);
+        const char *cells[6] = {repo, tag};
+        int k = 2;
+        if (o->digests)
+            cells[k++] = dg;
+        cells[k++] = id;
+        cells[k++] = size;
+        cells[k] = im->pinned ? "true" : "false"; /* read only with --pinned */
+        ctl_table_add(t, cells);
     }
 }
 
@@ -89,20 +95,26 @@ static void image_verbose(const Runtime__V1__Image *im)
         printf("Uid: %lld\n", (long long)im->uid->value);
     if (im->username && *im->username)
         printf("Username: %s\n", im->username);
+    if (im->pinned)
+        printf("Pinned: true\n");
     putchar('\n');
 }
 
 static void print_images(images_opts *o, Runtime__V1__ListImagesResponse *r)
 {
-    static const char *const hdr[] = {"IMAGE", "TAG", "IMAGE ID", "SIZE"};
-    static const char *const hdr_d[] = {"IMAGE", "TAG", "DIGEST", "IMAGE ID", "SIZE"};
     if (o->l.out != CTL_OUT_TABLE) {
         cu_print_list("images", (ProtobufCMessage **)r->images, r->n_images, o->l.out);
         return;
     }
-    ctl_table *t = o->l.quiet || o->l.verbose
-                       ? NULL
-                       : ctl_table_new(o->digests ? 5 : 4, o->digests ? hdr_d : hdr);
+    const char *hdr[6] = {"IMAGE", "TAG"};
+    int n = 2;
+    if (o->digests)
+        hdr[n++] = "DIGEST";
+    hdr[n++] = "IMAGE ID";
+    hdr[n++] = "SIZE";
+    if (o->pinned)
+        hdr[n++] = "PINNED";
+    ctl_table *t = o->l.quiet || o->l.verbose ? NULL : ctl_table_new(n, hdr);
     for (size_t i = 0; i < r->n_images; i++) {
         if (o->l.quiet)
             puts(r->images[i]->id);
@@ -117,6 +129,7 @@ static void print_images(images_opts *o, Runtime__V1__ListImagesResponse *r)
 int cmd_images(ctl *c, int argc, char **argv)
 {
     static const struct option lo[] = {{"digests", no_argument, NULL, I_DIGESTS},
+                                       {"pinned", no_argument, NULL, I_PINNED},
                                        {"quiet", no_argument, NULL, 'q'},
                                        {"verbose", no_argument, NULL, 'v'},
                                        {"no-trunc", no_argument, NULL, I_NOTRUNC},
@@ -149,12 +162,13 @@ int cmd_images(ctl *c, int argc, char **argv)
 /* ---- inspecti ---- */
 
 static const char inspecti_help[] =
-    "Usage: sluicectl inspecti [-o json|yaml|table] IMAGE...\n"
+    "Usage: sluicectl inspecti [-o json|yaml|table] [-q] IMAGE...\n"
     "\n"
     "Shows the status of images (verbose ImageStatus: {\"status\": ..., \"info\": ...}).\n"
     "IMAGE is a name, an ID or a unique ID prefix.\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, bool verbose)
@@ -176,8 +190,9 @@ static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, b
 
 static int inspecti_one(ctl *c, const char *ref, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
-    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, out != CTL_OUT_TABLE);
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
+    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, out != CTL_OUT_TABLE && !o->quiet);
     if (!r)
         return -1;
     if (out == CTL_OUT_TABLE) {
@@ -185,7 +200,7 @@ static int inspecti_one(ctl *c, const char *ref, void *arg)
     } else {
         json_t *j = ctl_msg_to_json(&r->base), *doc = json_object();
         json_object_set(doc, "status", json_object_get(j, "image"));
-        if (json_object_get(j, "info"))
+        if (json_object_get(j, "info") && !o->quiet)
             json_object_set(doc, "info", json_object_get(j, "info"));
         ctl_print_doc(doc, out);
         json_decref(doc);
@@ -197,16 +212,17 @@ static int inspecti_one(ctl *c, const char *ref, void *arg)
 
 int cmd_inspecti(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    ctl_out out = CTL_OUT_JSON;
-    cu_out_arg oa = {c, &out, true};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, inspecti_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspecti_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one IMAGE (see sluicectl inspecti --help)");
-    return cu_each(c, argc - first, argv + first, CU_RAW, inspecti_one, &out);
+    return cu_each(c, argc - first, argv + first, CU_RAW, inspecti_one, &o);
 }
 
 /* ---- rmi ---- */
@@ -217,7 +233,7 @@ static const char rmi_help[] =
     "Removes images with all their tags (IMAGE: name, ID or unique ID prefix).\n"
     "\n"
     "  -a, --all     remove every image\n"
-    "  -q, --prune   remove every image no container uses\n"
+    "  -q, --prune   remove every image no container uses (pinned ones stay)\n"
     "  -h, --help    this help\n";
 
 typedef struct rmi_opts {
@@ -297,7 +313,9 @@ static int rmi_all(ctl *c, bool prune)
     }
     int rc = 0;
     for (size_t i = 0; i < r->n_images; i++)
-        if ((!prune || !in_use(cs, r->images[i])) && remove_image(c, r->images[i]) < 0)
+        /* prune keeps pinned images (the sandbox image), as crictl does */
+        if ((!prune || (!in_use(cs, r->images[i]) && !r->images[i]->pinned)) &&
+            remove_image(c, r->images[i]) < 0)
             rc = CTL_EXIT_FAIL;
     ctl_free_msg(cs);
     ctl_free_msg(r);

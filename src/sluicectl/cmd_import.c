@@ -2,7 +2,8 @@
  * imports the tarballs of its import directory when PullImage asks for a
  * name it lacks. So: read the image names in the tarball, copy it into the
  * import directory (atomically: a temporary name, then rename to *.tar),
- * then PullImage each name. */
+ * then PullImage each name (saying on stderr what it does, and every
+ * PROGRESS_EVERY_MS how long sluiced has been importing). */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "cmd_util.h"
 
@@ -180,6 +182,9 @@ static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t d
     snprintf(dst, dstlen, "%s/%s%s", dir, base, tar ? "" : ".tar");
     snprintf(tmp, sizeof tmp, "%s/.%s.partial", dir, base);
     int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in >= 0 && fstat(in, &st) == 0)
+        fprintf(stderr, "sluicectl: copying %s (%.1f MiB) into %s\n", base,
+                (double)st.st_size / (1 << 20), dir);
     int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int rc = in < 0 || out < 0 || copy_fd(in, out) < 0 || fsync(out) < 0 ? -1 : 0;
     int saved = errno;
@@ -196,6 +201,63 @@ static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t d
     return rc;
 }
 
+/* While sluiced imports an image, sluicectl says so on stderr this often. */
+#define PROGRESS_EVERY_MS 5000u
+
+/* A thread that prints how long the import has taken so far while the
+ * (blocking) PullImage waits for sluiced. */
+typedef struct progress {
+    uv_thread_t thread;
+    uv_mutex_t mu;
+    uv_cond_t cond;
+    bool done, started;
+    const char *name;
+    uint64_t t0;
+} progress;
+
+static void progress_run(void *arg)
+{
+    progress *p = arg;
+    uv_mutex_lock(&p->mu);
+    while (!p->done)
+        if (uv_cond_timedwait(&p->cond, &p->mu, (uint64_t)PROGRESS_EVERY_MS * 1000000) ==
+                UV_ETIMEDOUT &&
+            !p->done)
+            fprintf(stderr, "sluicectl: %s: sluiced is importing it (%.0f s so far)\n", p->name,
+                    (double)(uv_hrtime() - p->t0) / 1e9);
+    uv_mutex_unlock(&p->mu);
+}
+
+static void progress_start(progress *p, const char *name)
+{
+    *p = (progress){.name = name, .t0 = uv_hrtime()};
+    fprintf(stderr, "sluicectl: %s: asking sluiced to import it\n", name);
+    if (uv_mutex_init(&p->mu) < 0)
+        return;
+    if (uv_cond_init(&p->cond) < 0) {
+        uv_mutex_destroy(&p->mu);
+        return;
+    }
+    p->started = uv_thread_create(&p->thread, progress_run, p) == 0;
+    if (!p->started) { /* no progress lines, the import goes on */
+        uv_cond_destroy(&p->cond);
+        uv_mutex_destroy(&p->mu);
+    }
+}
+
+static void progress_stop(progress *p)
+{
+    if (!p->started)
+        return;
+    uv_mutex_lock(&p->mu);
+    p->done = true;
+    uv_cond_signal(&p->cond);
+    uv_mutex_unlock(&p->mu);
+    uv_thread_join(&p->thread);
+    uv_cond_destroy(&p->cond);
+    uv_mutex_destroy(&p->mu);
+}
+
 static int pull(ctl *c, const char *name, uint32_t timeout_ms)
 {
     Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
@@ -204,8 +266,11 @@ static int pull(ctl *c, const char *name, uint32_t timeout_ms)
     req.image = &spec;
     ProtobufCMessage *r;
     sl_cri_err e;
+    progress p;
+    progress_start(&p, name);
     int st = ctl_call_raw(c, true, "PullImage", &req.base,
                           &runtime__v1__pull_image_response__descriptor, &r, timeout_ms, &e);
+    progress_stop(&p);
     if (st == -2)
         return -1;
     if (st != SL_CRI_OK) {

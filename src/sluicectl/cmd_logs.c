@@ -1,6 +1,11 @@
 /* logs: print a container's CRI log file (protocol notes §11), as crictl
- * does: the file named by ContainerStatus.log_path is read locally. With -f
- * it is followed (rotation included) until the container stops running. */
+ * does through the kubelet's reader: the file named by
+ * ContainerStatus.log_path is read on this host, lines that are not CRI
+ * records are skipped, --tail counts lines from the end, --since drops
+ * older records, --limit-bytes stops the output, -t prefixes the
+ * kubelet's nine-digit timestamps. With -f it is followed (rotation
+ * included) until the container stops running. Memory stays bounded: the
+ * file is read in chunks and a record longer than LOGS_MAX_LINE is cut. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,39 +16,68 @@
 #include <unistd.h>
 
 #include "cmd_util.h"
+#include "cri_log.h"
 
 #define LOGS_POLL_MS 100             /* how often a followed file is checked */
 #define LOGS_STATUS_EVERY_MS 1000    /* how often the container's state is checked */
 #define LOGS_MAX_LINE (1024u * 1024) /* a record longer than this is cut */
+#define LOGS_READ_CHUNK 65536u
 
 static const char logs_help[] =
-    "Usage: sluicectl logs [-f] [--tail N] [-t] CONTAINER-ID\n"
+    "Usage: sluicectl logs [FLAGS] CONTAINER-ID\n"
     "\n"
     "Prints a container's log (stdout records to stdout, stderr records to\n"
-    "stderr), read from the CRI log file the runtime writes.\n"
+    "stderr), read from the CRI log file the runtime writes. Lines that are not\n"
+    "CRI records are skipped, as the kubelet does.\n"
     "\n"
-    "  -f, --follow       keep printing new lines until the container stops\n"
-    "      --tail N       only the last N lines (default: all)\n"
-    "  -t, --timestamps   start each line with its timestamp\n"
-    "  -h, --help         this help\n";
+    "  -f, --follow          keep printing new lines until the container stops\n"
+    "  -p, --previous        the log of the container's previous attempt\n"
+    "  -r, --reopen          ask the runtime to reopen the log file first\n"
+    "      --tail N          only the last N lines (P records join their F record;\n"
+    "                        default -1: all)\n"
+    "      --since WHEN      only records from WHEN on: a duration back from now\n"
+    "                        (42m, 1h30m, 10s), a time (2013-01-02T13:23:37, local\n"
+    "                        unless it ends in Z or +hh:mm; or just the date), or\n"
+    "                        Unix seconds (1700000000.5)\n"
+    "      --limit-bytes N   stop after N bytes of output (default -1: no limit)\n"
+    "  -t, --timestamps      start each line with its timestamp (RFC 3339 with nine\n"
+    "                        fraction digits, as the kubelet prints it)\n"
+    "  -h, --help            this help\n";
+
+enum { L_TAIL = 256, L_SINCE, L_LIMIT };
 
 typedef struct logs_opts {
     ctl *c;
-    bool follow, stamps;
-    int64_t tail; /* -1 = all */
+    bool follow, stamps, previous, reopen;
+    int64_t tail;   /* -1 = all */
+    int64_t limit;  /* bytes of output left; -1 = no limit */
+    int64_t since;  /* ns; INT64_MIN = all */
+    bool since_set; /* --since was given */
 } logs_opts;
 
 typedef struct reader {
-    const logs_opts *o;
-    char *buf; /* bytes not yet printed (an incomplete record) */
+    logs_opts *o;
+    char *buf; /* bytes of a record not yet ended by '\n' */
     size_t len, cap;
-    bool at_line_start;
+    bool at_line_start, skip_to_nl;
 } reader;
+
+/* ---- flags ---- */
+
+static int parse_i64_min1(ctl *c, const char *flag, const char *val, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(val, &end, 10);
+    if (!*val || *end || errno)
+        return ctl_usage(c, "%s: \"%s\" is not an integer", flag, val);
+    *out = v < 0 ? -1 : v;
+    return 0;
+}
 
 static int logs_opt(void *arg, int id, const char *val)
 {
     logs_opts *o = arg;
-    uint64_t n;
     switch (id) {
     case 'f':
         o->follow = true;
@@ -51,13 +85,28 @@ static int logs_opt(void *arg, int id, const char *val)
     case 't':
         o->stamps = true;
         return 0;
+    case 'p':
+        o->previous = true;
+        return 0;
+    case 'r':
+        o->reopen = true;
+        return 0;
+    case L_TAIL:
+        return parse_i64_min1(o->c, "--tail", val, &o->tail);
+    case L_LIMIT:
+        return parse_i64_min1(o->c, "--limit-bytes", val, &o->limit);
     default:
-        if (ctl_parse_uint(o->c, "--tail", val, 100000000, &n) != 0)
-            return -1;
-        o->tail = (int64_t)n;
+        o->since_set = true;
+        if (ctl_parse_since(val, &o->since) < 0)
+            return ctl_usage(o->c,
+                             "--since \"%s\": not a duration (42m), a time "
+                             "(2013-01-02T13:23:37[Z]) or Unix seconds",
+                             val);
         return 0;
     }
 }
+
+/* ---- output ---- */
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -71,112 +120,104 @@ static void write_all(int fd, const char *p, size_t n)
     }
 }
 
-/* One record "TS STREAM TAG CONTENT" (without its '\n'). */
-static void print_record(reader *r, const char *line, size_t n)
+/* Writes within --limit-bytes; false once the limit is reached. */
+static bool out(reader *r, int fd, const char *p, size_t n)
 {
-    const char *sp1 = memchr(line, ' ', n);
-    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - line)) : NULL;
-    const char *sp3 = sp2 ? memchr(sp2 + 1, ' ', n - (size_t)(sp2 + 1 - line)) : NULL;
-    if (!sp3) { /* not a CRI record: show it as it is */
-        write_all(1, line, n);
-        write_all(1, "\n", 1);
+    if (r->o->limit >= 0 && (int64_t)n > r->o->limit)
+        n = (size_t)r->o->limit;
+    write_all(fd, p, n);
+    if (r->o->limit >= 0)
+        r->o->limit -= (int64_t)n;
+    return r->o->limit != 0;
+}
+
+/* One line of the file (without its '\n'). */
+static void record(reader *r, const char *line, size_t n)
+{
+    sl_cri_log_rec rec;
+    if (r->o->limit == 0 || sl_cri_log_parse(line, n, &rec) < 0)
         return;
+    bool line_start = r->at_line_start;
+    r->at_line_start = !rec.partial; /* skipped or not, as the kubelet tracks it */
+    if (r->o->since_set && rec.ts_ns < r->o->since)
+        return;
+    int fd = rec.is_stderr ? STDERR_FILENO : STDOUT_FILENO;
+    bool go = true;
+    if (r->o->stamps && line_start) {
+        char ts[64];
+        sl_cri_time_fixed(rec.ts, rec.ts_len, ts);
+        go = out(r, fd, ts, strlen(ts)) && out(r, fd, " ", 1);
     }
-    int fd = !strncmp(sp1 + 1, "stderr ", 7) ? 2 : 1;
-    bool partial = sp2[1] == 'P';
-    if (r->o->stamps && r->at_line_start) {
-        write_all(fd, line, (size_t)(sp1 - line));
-        write_all(fd, " ", 1);
-    }
-    write_all(fd, sp3 + 1, n - (size_t)(sp3 + 1 - line));
-    if (!partial)
-        write_all(fd, "\n", 1);
-    r->at_line_start = !partial;
+    go = go && out(r, fd, rec.content, rec.content_len);
+    if (go && !rec.partial)
+        out(r, fd, "\n", 1);
 }
 
-static bool record_is_full(const char *line, size_t n)
+/* Handles every complete line in r->buf and keeps the rest. */
+static void drain(reader *r)
 {
-    const char *sp1 = memchr(line, ' ', n);
-    const char *sp2 = sp1 ? memchr(sp1 + 1, ' ', n - (size_t)(sp1 + 1 - line)) : NULL;
-    return !sp2 || sp2[1] != 'P';
-}
-
-/* Offset of the record that starts the tail-th last line of buf. */
-static size_t tail_start(const char *buf, size_t len, int64_t tail)
-{
-    if (tail < 0)
-        return 0;
-    int64_t lines = 0;
-    size_t end = len;
-    while (end > 0) {
-        size_t s = end - 1; /* end points after a '\n' */
-        while (s > 0 && buf[s - 1] != '\n')
-            s--;
-        if (record_is_full(buf + s, end - 1 - s) && ++lines > tail)
-            return end;
-        end = s;
-    }
-    return 0;
-}
-
-/* Prints every complete record in r->buf and keeps the rest. */
-static void drain(reader *r, int64_t tail)
-{
-    size_t off = 0, last_nl = 0;
+    size_t off = 0;
     const char *nl;
-    while ((nl = memchr(r->buf + last_nl, '\n', r->len - last_nl)))
-        last_nl = (size_t)(nl - r->buf) + 1;
-    off = tail_start(r->buf, last_nl, tail);
-    while (off < last_nl) {
-        nl = memchr(r->buf + off, '\n', last_nl - off);
-        print_record(r, r->buf + off, (size_t)(nl - (r->buf + off)));
-        off = (size_t)(nl - r->buf) + 1;
+    while ((nl = memchr(r->buf + off, '\n', r->len - off))) {
+        size_t n = (size_t)(nl - (r->buf + off));
+        if (!r->skip_to_nl)
+            record(r, r->buf + off, n);
+        r->skip_to_nl = false;
+        off += n + 1;
     }
-    memmove(r->buf, r->buf + last_nl, r->len - last_nl);
-    r->len -= last_nl;
-    if (r->len > LOGS_MAX_LINE) { /* a runaway record: print what we have */
-        print_record(r, r->buf, r->len);
+    memmove(r->buf, r->buf + off, r->len - off);
+    r->len -= off;
+    if (r->len >= LOGS_MAX_LINE) { /* a runaway record: its start, then skip the rest */
+        if (!r->skip_to_nl)
+            record(r, r->buf, r->len);
+        r->skip_to_nl = true;
         r->len = 0;
     }
 }
 
-/* Appends what fd has now; returns bytes read or -1. */
-static ssize_t slurp(reader *r, int fd)
+/* Reads and handles what fd has now, a chunk at a time; bytes read or -1. */
+static ssize_t pump(reader *r, int fd)
 {
     ssize_t total = 0;
-    for (;;) {
-        if (r->cap - r->len < 65536) {
-            size_t cap = r->cap ? r->cap * 2 : 131072;
+    while (r->o->limit != 0) {
+        if (r->cap - r->len < LOGS_READ_CHUNK) {
+            size_t cap = r->len + LOGS_READ_CHUNK;
             char *nb = realloc(r->buf, cap);
             if (!nb)
                 return -1;
             r->buf = nb, r->cap = cap;
         }
-        ssize_t n = read(fd, r->buf + r->len, r->cap - r->len);
+        ssize_t n = read(fd, r->buf + r->len, LOGS_READ_CHUNK);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            return total;
+        if (n <= 0)
+            return n < 0 ? -1 : total;
         r->len += (size_t)n, total += n;
+        drain(r);
     }
+    return total;
 }
 
-static int ctr_state(ctl *c, const char *id, char **log_path)
+/* ---- the container ---- */
+
+static Runtime__V1__ContainerStatus *ctr_status(ctl *c, const char *id)
 {
     Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     req.container_id = (char *)id;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
         c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
-    if (!r || !r->status) {
-        ctl_free_msg(r);
-        return -1;
-    }
-    int st = r->status->state;
-    if (log_path)
-        *log_path = strdup(r->status->log_path ? r->status->log_path : "");
+    Runtime__V1__ContainerStatus *s = r ? r->status : NULL;
+    if (r)
+        r->status = NULL; /* kept; the rest freed */
     ctl_free_msg(r);
+    return s;
+}
+
+static int ctr_state(ctl *c, const char *id)
+{
+    Runtime__V1__ContainerStatus *s = ctr_status(c, id);
+    int st = s ? (int)s->state : -1;
+    ctl_free_msg(s);
     return st;
 }
 
@@ -187,24 +228,20 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Follows path until the container is no longer running. */
-static int follow(ctl *c, const char *id, const char *path, int fd, reader *r)
+/* Follows path until the container is no longer running (or the limit). */
+static void follow(ctl *c, const char *id, const char *path, int fd, reader *r)
 {
     struct stat st0;
     fstat(fd, &st0);
     int64_t next_check = 0;
-    for (;;) {
-        ssize_t n = slurp(r, fd);
-        if (n > 0) {
-            drain(r, -1);
+    while (r->o->limit != 0) {
+        if (pump(r, fd) > 0)
             continue;
-        }
         struct stat st;
         if (stat(path, &st) == 0 && (st.st_ino != st0.st_ino || st.st_dev != st0.st_dev)) {
             int nfd = open(path, O_RDONLY | O_CLOEXEC); /* rotated: the new file */
             if (nfd >= 0) {
-                slurp(r, fd);
-                drain(r, -1);
+                pump(r, fd);
                 close(fd);
                 fd = nfd;
                 st0 = st;
@@ -212,61 +249,149 @@ static int follow(ctl *c, const char *id, const char *path, int fd, reader *r)
             }
         }
         if (mono_ms() >= next_check) {
-            if (ctr_state(c, id, NULL) != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING)
+            if (ctr_state(c, id) != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING)
                 break;
             next_check = mono_ms() + LOGS_STATUS_EVERY_MS;
         }
         usleep(LOGS_POLL_MS * 1000);
     }
-    slurp(r, fd);
-    drain(r, -1);
+    pump(r, fd);
     close(fd);
-    return 0;
 }
 
-static int show_logs(ctl *c, const logs_opts *o, const char *id)
+static int show_file(ctl *c, logs_opts *o, const char *id, const char *path)
 {
-    char *path = NULL;
-    if (ctr_state(c, id, &path) < 0)
-        return CTL_EXIT_FAIL;
-    if (!*path) {
-        ctl_err(c, "container %s has no log file (its config set no log_path)", id);
-        free(path);
-        return CTL_EXIT_FAIL;
-    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        ctl_err(c, "log file %s of container %s: %s", path, id, strerror(errno));
-        free(path);
+        ctl_err(c, "log file %s: %s", path, strerror(errno));
         return CTL_EXIT_FAIL;
     }
+    if (o->tail >= 0)
+        lseek(fd, sl_cri_log_tail_offset(fd, o->tail), SEEK_SET);
     reader r = {.o = o, .at_line_start = true};
     int rc = 0;
-    if (slurp(&r, fd) < 0) {
+    if (pump(&r, fd) < 0) {
         ctl_err(c, "reading %s: %s", path, strerror(errno));
         rc = CTL_EXIT_FAIL;
-    } else {
-        drain(&r, o->tail);
     }
-    if (rc == 0 && o->follow)
-        rc = follow(c, id, path, fd, &r);
+    if (rc == 0 && o->follow && id)
+        follow(c, id, path, fd, &r);
     else
         close(fd);
     free(r.buf);
+    return rc;
+}
+
+/* ---- --previous ---- */
+
+/* The container of the same name in the same pod with the highest attempt
+ * below cur's, from a ListContainers answer; NULL if none. */
+static const Runtime__V1__Container *prev_attempt(const Runtime__V1__ListContainersResponse *l,
+                                                  const char *cur_id)
+{
+    const Runtime__V1__Container *cur = NULL, *best = NULL;
+    for (size_t i = 0; i < l->n_containers && !cur; i++)
+        if (!strcmp(l->containers[i]->id, cur_id))
+            cur = l->containers[i];
+    if (!cur || !cur->metadata)
+        return NULL;
+    for (size_t i = 0; i < l->n_containers; i++) {
+        const Runtime__V1__Container *x = l->containers[i];
+        if (x->metadata && !strcmp(x->pod_sandbox_id, cur->pod_sandbox_id) &&
+            !strcmp(x->metadata->name, cur->metadata->name) &&
+            x->metadata->attempt < cur->metadata->attempt &&
+            (!best || x->metadata->attempt > best->metadata->attempt))
+            best = x;
+    }
+    return best;
+}
+
+/* crictl's rule when the runtime no longer lists it: DIR/<attempt-1>.EXT
+ * next to the current log ("ctr/1.log" -> "ctr/0.log"). */
+static char *prev_by_name(const Runtime__V1__ContainerStatus *s)
+{
+    const char *lp = s->log_path ? s->log_path : "";
+    const char *slash = strrchr(lp, '/'), *dot = strrchr(lp, '.');
+    char *p = NULL;
+    if (!s->metadata || !s->metadata->attempt || !dot || (slash && dot < slash))
+        return NULL;
+    if (asprintf(&p, "%.*s%u%s", slash ? (int)(slash - lp + 1) : 0, lp, s->metadata->attempt - 1,
+                 dot) < 0)
+        return NULL;
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+/* The previous attempt's log path (its container ID in *id when the
+ * runtime still has it); NULL after printing crictl's message. */
+static char *previous_log(ctl *c, const Runtime__V1__ContainerStatus *s, char **prev_id)
+{
+    Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+    Runtime__V1__ListContainersResponse *l = (void *)ctl_rt_call(
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+    if (!l)
+        return NULL;
+    const Runtime__V1__Container *p = prev_attempt(l, s->id);
+    char *path = NULL;
+    if (p) {
+        Runtime__V1__ContainerStatus *ps = ctr_status(c, p->id);
+        path = ps ? strdup(ps->log_path ? ps->log_path : "") : NULL;
+        *prev_id = ps ? strdup(p->id) : NULL;
+        ctl_free_msg(ps);
+    } else if (!(path = prev_by_name(s))) {
+        ctl_err(c, "previous terminated container %s not found",
+                s->metadata ? s->metadata->name : s->id);
+    }
+    ctl_free_msg(l);
+    return path;
+}
+
+static int reopen(ctl *c, const char *id)
+{
+    Runtime__V1__ReopenContainerLogRequest req = RUNTIME__V1__REOPEN_CONTAINER_LOG_REQUEST__INIT;
+    req.container_id = (char *)id;
+    void *r = ctl_rt_call(c, "ReopenContainerLog", &req.base,
+                          &runtime__v1__reopen_container_log_response__descriptor);
+    ctl_free_msg(r);
+    return r ? 0 : -1;
+}
+
+static int show_logs(ctl *c, logs_opts *o, const char *id)
+{
+    if (o->reopen && reopen(c, id) < 0)
+        return CTL_EXIT_FAIL;
+    Runtime__V1__ContainerStatus *s = ctr_status(c, id);
+    if (!s)
+        return CTL_EXIT_FAIL;
+    char *prev = NULL;
+    char *path = o->previous ? previous_log(c, s, &prev) : strdup(s->log_path ? s->log_path : "");
+    int rc = CTL_EXIT_FAIL;
+    if (path && !*path)
+        ctl_err(c, "container %s has no log file (its config set no log_path)", id);
+    else if (path) /* the previous attempt is over: nothing to follow */
+        rc = show_file(c, o, o->previous ? prev : id, path);
+    free(prev);
     free(path);
+    ctl_free_msg(s);
     return rc;
 }
 
 int cmd_logs(ctl *c, int argc, char **argv)
 {
     static const struct option lo[] = {{"follow", no_argument, NULL, 'f'},
-                                       {"tail", required_argument, NULL, 'T'},
+                                       {"previous", no_argument, NULL, 'p'},
+                                       {"reopen", no_argument, NULL, 'r'},
+                                       {"tail", required_argument, NULL, L_TAIL},
+                                       {"since", required_argument, NULL, L_SINCE},
+                                       {"limit-bytes", required_argument, NULL, L_LIMIT},
                                        {"timestamps", no_argument, NULL, 't'},
                                        CTL_OPT_HELP,
                                        CTL_OPT_END};
-    logs_opts o = {.c = c, .tail = -1};
+    logs_opts o = {.c = c, .tail = -1, .limit = -1};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "ft", lo, logs_help, logs_opt, &o, &first, &rc))
+    if (ctl_parse(c, argc, argv, "fprt", lo, logs_help, logs_opt, &o, &first, &rc))
         return rc;
     if (argc - first != 1)
         return ctl_usage(c, "needs exactly one CONTAINER-ID (see sluicectl logs --help)");

@@ -9,49 +9,75 @@
 /* ---- runp ---- */
 
 static const char runp_help[] =
-    "Usage: sluicectl runp [--runtime HANDLER] POD-CONFIG.json\n"
+    "Usage: sluicectl runp [-r HANDLER] [-T DURATION] POD-CONFIG.[json|yaml]\n"
     "\n"
     "Runs a new pod sandbox from a PodSandboxConfig file and prints its ID.\n"
-    "The file is JSON (field names as in the CRI proto, e.g. log_directory, or\n"
-    "lowerCamelCase); YAML files are read only in their JSON subset.\n"
+    "The file is YAML or JSON (JSON when it starts with '{'), field names as in\n"
+    "the CRI proto (log_directory) or lowerCamelCase (logDirectory).\n"
     "\n"
-    "  -r, --runtime HANDLER   runtime handler (default: the runtime's default)\n"
-    "  -h, --help              this help\n";
+    "  -r, --runtime HANDLER       runtime handler (default: the runtime's default)\n"
+    "  -T, --cancel-timeout D      deadline of RunPodSandbox (default 60 s, or the\n"
+    "                              global timeout when that is longer)\n"
+    "  -h, --help                  this help\n";
+
+typedef struct runp_opts {
+    ctl *c;
+    const char *handler;
+    uint64_t cancel_ms;
+} runp_opts;
 
 static int runp_opt(void *arg, int id, const char *val)
 {
-    (void)id;
-    *(const char **)arg = val;
+    runp_opts *o = arg;
+    if (id == 'r') {
+        o->handler = val;
+        return 0;
+    }
+    if (ctl_parse_duration_ms(val, &o->cancel_ms) < 0)
+        return ctl_usage(o->c, "--cancel-timeout: \"%s\" is not a duration such as 2m", val);
     return 0;
+}
+
+char *cu_run_pod(ctl *c, Runtime__V1__PodSandboxConfig *cfg, const char *handler,
+                 uint64_t cancel_ms)
+{
+    Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+    req.config = cfg;
+    req.runtime_handler = (char *)(handler ? handler : "");
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    int st = ctl_call_raw(c, false, "RunPodSandbox", &req.base,
+                          &runtime__v1__run_pod_sandbox_response__descriptor, &r,
+                          cu_slow_deadline(c, cancel_ms), &e);
+    if (st != SL_CRI_OK && st != -2)
+        ctl_print_call_err(c, "RunPodSandbox", &e);
+    char *id =
+        st == SL_CRI_OK ? strdup(((Runtime__V1__RunPodSandboxResponse *)r)->pod_sandbox_id) : NULL;
+    ctl_free_msg(r);
+    return id;
 }
 
 int cmd_runp(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"runtime", required_argument, NULL, 'r'}, CTL_OPT_HELP, CTL_OPT_END};
-    const char *handler = "";
+    static const struct option lo[] = {{"runtime", required_argument, NULL, 'r'},
+                                       {"cancel-timeout", required_argument, NULL, 'T'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    runp_opts o = {.c = c};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "r:", lo, runp_help, runp_opt, &handler, &first, &rc))
+    if (ctl_parse(c, argc, argv, "r:T:", lo, runp_help, runp_opt, &o, &first, &rc))
         return rc;
     if (argc - first != 1)
         return ctl_usage(c, "needs exactly one POD-CONFIG file (see sluicectl runp --help)");
     ctl_arena *a = ctl_arena_new();
-    Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-    req.config = (void *)ctl_load_config_msg(c, argv[first],
-                                             &runtime__v1__pod_sandbox_config__descriptor, a);
-    req.runtime_handler = (char *)handler;
-    rc = CTL_EXIT_FAIL;
-    if (req.config) {
-        Runtime__V1__RunPodSandboxResponse *r = (void *)ctl_rt_call_slow(
-            c, "RunPodSandbox", &req.base, &runtime__v1__run_pod_sandbox_response__descriptor);
-        if (r) {
-            puts(r->pod_sandbox_id);
-            rc = 0;
-        }
-        ctl_free_msg(r);
-    }
+    Runtime__V1__PodSandboxConfig *cfg = (void *)ctl_load_config_msg(
+        c, argv[first], &runtime__v1__pod_sandbox_config__descriptor, a);
+    char *id = cfg ? cu_run_pod(c, cfg, o.handler, o.cancel_ms) : NULL;
+    if (id)
+        puts(id);
+    free(id);
     ctl_arena_free(a);
-    return rc;
+    return id ? 0 : CTL_EXIT_FAIL;
 }
 
 /* ---- stopp / rmp ---- */
@@ -222,7 +248,7 @@ static int pods_opt(void *arg, int id, const char *val)
         o->state = val;
         return 0;
     case P_LABEL:
-        return cu_labels_add(o->c, &o->labels, val);
+        return cu_labels_add(o->c, &o->labels, val, "--label");
     default:
         return cu_list_opt(o->c, &o->l, id == P_NOTRUNC ? CU_NO_TRUNC : id, val);
     }
@@ -360,12 +386,13 @@ int cmd_pods(ctl *c, int argc, char **argv)
 /* ---- inspectp ---- */
 
 static const char inspectp_help[] =
-    "Usage: sluicectl inspectp [-o json|yaml|table] POD-ID...\n"
+    "Usage: sluicectl inspectp [-o json|yaml|table] [-q] POD-ID...\n"
     "\n"
     "Shows the status of pod sandboxes (verbose PodSandboxStatus: {\"status\": ...,\n"
     "\"info\": ...}).\n"
     "\n"
     "  -o, --output FORMAT   json (default), yaml or table\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 static void pod_status_table(const Runtime__V1__PodSandboxStatus *s)
@@ -385,10 +412,11 @@ static void pod_status_table(const Runtime__V1__PodSandboxStatus *s)
 
 static int inspectp_one(ctl *c, const char *id, void *arg)
 {
-    ctl_out out = *(ctl_out *)arg;
+    const cu_inspect *o = arg;
+    ctl_out out = o->out;
     Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
-    req.verbose = out != CTL_OUT_TABLE;
+    req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__PodSandboxStatusResponse *r = (void *)ctl_rt_call(
         c, "PodSandboxStatus", &req.base, &runtime__v1__pod_sandbox_status_response__descriptor);
     if (!r)
@@ -396,21 +424,22 @@ static int inspectp_one(ctl *c, const char *id, void *arg)
     if (out == CTL_OUT_TABLE && r->status)
         pod_status_table(r->status);
     else
-        cu_print_msg(&r->base, out);
+        cu_print_status(&r->base, o);
     ctl_free_msg(r);
     return 0;
 }
 
 int cmd_inspectp(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    cu_list_opts l = {.out = CTL_OUT_JSON};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    cu_out_arg oa = {c, &l.out, true};
-    if (ctl_parse(c, argc, argv, "o:", lo, inspectp_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, inspectp_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first >= argc)
         return ctl_usage(c, "needs at least one POD-ID (see sluicectl inspectp --help)");
-    return cu_each(c, argc - first, argv + first, CU_POD, inspectp_one, &l.out);
+    return cu_each(c, argc - first, argv + first, CU_POD, inspectp_one, &o);
 }

@@ -14,24 +14,28 @@ static const char ps_help[] =
     "      --id ID            only this ID (or ID prefix)\n"
     "  -p, --pod POD-ID       only containers of this pod sandbox\n"
     "      --name REGEX       only names matching REGEX\n"
-    "      --image IMAGE      only containers of this image (name or ID prefix)\n"
+    "      --image IMAGE      only containers of this image: a name, an ID or a unique\n"
+    "                         ID prefix (matched by image ID, as crictl does)\n"
+    "      --namespace REGEX  only containers of pods whose namespace matches REGEX\n"
+    "  -r, --resolve-image-path  the image's repo tag in the table, not its ID\n"
     "  -s, --state STATE      created, running, exited or unknown\n"
     "      --label KEY=VALUE  only containers with this label (repeatable)\n"
-    "  -l, --latest           only the newest container\n"
-    "  -n, --last N           only the N newest containers\n"
+    "  -l, --latest           only the newest container (in any state)\n"
+    "  -n, --last N           only the N newest containers (in any state)\n"
     "  -q, --quiet            only IDs\n"
     "  -v, --verbose          key: value blocks instead of a table\n"
     "      --no-trunc         full IDs\n"
     "  -o, --output FORMAT    table (default), json or yaml\n"
     "  -h, --help             this help\n";
 
-enum { O_ID = 256, O_NAME, O_IMAGE, O_LABEL, O_NOTRUNC };
+enum { O_ID = 256, O_NAME, O_IMAGE, O_LABEL, O_NOTRUNC, O_NS };
 
 typedef struct ps_opts {
     ctl *c;
     cu_list_opts l;
-    bool all;
-    const char *id, *pod, *name, *image, *state;
+    bool all, resolve;
+    const char *id, *pod, *name, *image, *state, *ns;
+    char *image_id; /* --image resolved to an image ID ("" when no image matches) */
     cu_labels labels;
 } ps_opts;
 
@@ -54,11 +58,17 @@ static int ps_opt(void *arg, int id, const char *val)
     case O_IMAGE:
         o->image = val;
         return 0;
+    case O_NS:
+        o->ns = val;
+        return 0;
+    case 'r':
+        o->resolve = true;
+        return 0;
     case 's':
         o->state = val;
         return 0;
     case O_LABEL:
-        return cu_labels_add(o->c, &o->labels, val);
+        return cu_labels_add(o->c, &o->labels, val, "--label");
     default:
         return cu_list_opt(o->c, &o->l, id == O_NOTRUNC ? CU_NO_TRUNC : id, val);
     }
@@ -73,29 +83,6 @@ static int parse_state(ctl *c, const char *s, int *out)
             return 0;
         }
     return ctl_usage(c, "--state must be created, running, exited or unknown, not \"%s\"", s);
-}
-
-static bool ctr_matches(const ps_opts *o, const Runtime__V1__Container *ct)
-{
-    if (o->id && strncmp(ct->id, o->id, strlen(o->id)))
-        return false;
-    if (o->name && !cu_regex_match(o->name, ct->metadata ? ct->metadata->name : ""))
-        return false;
-    if (o->image) {
-        const char *img = ct->image ? ct->image->image : "";
-        const char *ref = ct->image_ref ? ct->image_ref : "";
-        const char *bare = strncmp(ref, "sha256:", 7) ? ref : ref + 7;
-        if (strcmp(img, o->image) && strcmp(ref, o->image) &&
-            strncmp(bare, o->image, strlen(o->image)))
-            return false;
-    }
-    return true;
-}
-
-static int cmp_ctr(const void *a, const void *b)
-{
-    const Runtime__V1__Container *x = *(void *const *)a, *y = *(void *const *)b;
-    return x->created_at < y->created_at ? 1 : x->created_at > y->created_at ? -1 : 0;
 }
 
 /* Pod names and namespaces for the POD and NAMESPACE columns. */
@@ -115,10 +102,117 @@ static const Runtime__V1__PodSandboxMetadata *pod_md(Runtime__V1__ListPodSandbox
     return NULL;
 }
 
-static void ctr_row(ctl_table *t, const Runtime__V1__Container *ct, bool no_trunc,
+/* ---- --image: matched by image ID, as crictl does ---- */
+
+static char *status_id(ctl *c, const char *ref)
+{
+    Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+    spec.image = (char *)ref;
+    Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+    req.image = &spec;
+    ProtobufCMessage *r;
+    sl_cri_err e;
+    char *id = NULL;
+    if (ctl_call_raw(c, true, "ImageStatus", &req.base,
+                     &runtime__v1__image_status_response__descriptor, &r, c->timeout_ms,
+                     &e) == SL_CRI_OK) {
+        Runtime__V1__ImageStatusResponse *s = (void *)r;
+        id = s->image ? strdup(s->image->id) : NULL;
+    }
+    ctl_free_msg(r);
+    return id;
+}
+
+/* The ID of the one image whose ID starts with prefix (with or without
+ * "sha256:"), for runtimes whose ImageStatus takes whole IDs only. */
+static char *prefix_id(ctl *c, const char *prefix)
+{
+    Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
+    Runtime__V1__ListImagesResponse *r = (void *)ctl_img_call(
+        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor);
+    const char *hit = NULL;
+    size_t hits = 0, pl = strlen(prefix);
+    for (size_t i = 0; r && pl && i < r->n_images; i++) {
+        const char *id = r->images[i]->id;
+        const char *bare = strncmp(id, "sha256:", 7) ? id : id + 7;
+        if (!strncmp(id, prefix, pl) || !strncmp(bare, prefix, pl))
+            hit = id, hits++;
+    }
+    char *out = hits == 1 ? strdup(hit) : NULL;
+    ctl_free_msg(r);
+    return out;
+}
+
+/* --image as an image ID: a name, a whole ID or a unique ID prefix. */
+static char *resolve_image(ctl *c, const char *ref)
+{
+    char *id = status_id(c, ref);
+    if (!id)
+        id = prefix_id(c, ref);
+    if (!id)
+        ctl_debug(c, "--image %s: no such image, so no container matches", ref);
+    return id ? id : strdup("");
+}
+
+/* The container's image ID: image_id (CRI 1.32) or ImageStatus of its
+ * image (cached in *cache for the last reference asked). */
+static bool image_is(ps_opts *o, const Runtime__V1__Container *ct, char **cache_ref,
+                     char **cache_id)
+{
+    if (!*o->image_id)
+        return false;
+    if (ct->image_id && *ct->image_id)
+        return !strcmp(ct->image_id, o->image_id);
+    const char *ref = ct->image && ct->image->image ? ct->image->image : "";
+    if (!*cache_ref || strcmp(*cache_ref, ref)) {
+        free(*cache_ref);
+        free(*cache_id);
+        *cache_ref = strdup(ref);
+        *cache_id = status_id(o->c, ref);
+    }
+    return *cache_id && !strcmp(*cache_id, o->image_id);
+}
+
+static bool ctr_matches(ps_opts *o, const Runtime__V1__Container *ct,
+                        Runtime__V1__ListPodSandboxResponse *pods, char **cref, char **cid)
+{
+    if (o->id && strncmp(ct->id, o->id, strlen(o->id)))
+        return false;
+    if (o->name && !cu_regex_match(o->name, ct->metadata ? ct->metadata->name : ""))
+        return false;
+    if (o->ns) {
+        const Runtime__V1__PodSandboxMetadata *md = pod_md(pods, ct->pod_sandbox_id);
+        if (!cu_regex_match(o->ns, md ? md->namespace_ : ""))
+            return false;
+    }
+    return !o->image || image_is(o, ct, cref, cid);
+}
+
+static int cmp_ctr(const void *a, const void *b)
+{
+    const Runtime__V1__Container *x = *(void *const *)a, *y = *(void *const *)b;
+    return x->created_at < y->created_at ? 1 : x->created_at > y->created_at ? -1 : 0;
+}
+
+/* -r: the image's first repo tag instead of an ID (crictl's getRepoImage). */
+static void repo_image(ctl *c, const char *image, char *out, size_t outlen)
+{
+    Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+    spec.image = (char *)image;
+    Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+    req.image = &spec;
+    Runtime__V1__ImageStatusResponse *r = (void *)ctl_img_call(
+        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor);
+    if (r && r->image && r->image->n_repo_tags)
+        snprintf(out, outlen, "%s", r->image->repo_tags[0]);
+    ctl_free_msg(r);
+}
+
+static void ctr_row(ps_opts *o, ctl_table *t, const Runtime__V1__Container *ct,
                     Runtime__V1__ListPodSandboxResponse *pods)
 {
     char id[128], pod[128], img[512], ago[64], att[16];
+    bool no_trunc = o->l.no_trunc;
     ctl_trunc_id(ct->id, no_trunc, id, sizeof id);
     ctl_trunc_id(ct->pod_sandbox_id, no_trunc, pod, sizeof pod);
     const char *image = ct->image ? ct->image->image : "";
@@ -126,6 +220,8 @@ static void ctr_row(ctl_table *t, const Runtime__V1__Container *ct, bool no_trun
         ctl_trunc_id(image, no_trunc, img, sizeof img);
     else
         snprintf(img, sizeof img, "%s", image);
+    if (o->resolve)
+        repo_image(o->c, image, img, sizeof img);
     ctl_ago(ct->created_at, ago, sizeof ago);
     snprintf(att, sizeof att, "%u", ct->metadata ? ct->metadata->attempt : 0);
     const Runtime__V1__PodSandboxMetadata *md = pod_md(pods, ct->pod_sandbox_id);
@@ -163,17 +259,22 @@ static void print_ctrs(ctl *c, ps_opts *o, Runtime__V1__ListContainersResponse *
     if (!v)
         return;
     size_t n = 0;
+    char *cref = NULL, *cid = NULL;
+    bool need_pods = !(o->l.quiet || o->l.verbose) || o->ns;
+    Runtime__V1__ListPodSandboxResponse *pods = need_pods ? list_pods(c) : NULL;
     for (size_t i = 0; i < r->n_containers; i++)
-        if (ctr_matches(o, r->containers[i]))
+        if (ctr_matches(o, r->containers[i], pods, &cref, &cid))
             v[n++] = r->containers[i];
+    free(cref);
+    free(cid);
     qsort(v, n, sizeof *v, cmp_ctr);
     size_t shown = cu_limit(&o->l, n);
     if (o->l.out != CTL_OUT_TABLE) {
         cu_print_list("containers", (ProtobufCMessage **)v, shown, o->l.out);
+        ctl_free_msg(pods);
         free(v);
         return;
     }
-    Runtime__V1__ListPodSandboxResponse *pods = o->l.quiet || o->l.verbose ? NULL : list_pods(c);
     ctl_table *t = o->l.quiet || o->l.verbose ? NULL : ctl_table_new(9, hdr);
     for (size_t i = 0; i < shown; i++) {
         if (o->l.quiet)
@@ -181,7 +282,7 @@ static void print_ctrs(ctl *c, ps_opts *o, Runtime__V1__ListContainersResponse *
         else if (o->l.verbose)
             ctr_verbose(v[i]);
         else
-            ctr_row(t, v[i], o->l.no_trunc, pods);
+            ctr_row(o, t, v[i], pods);
     }
     ctl_table_print(t);
     ctl_free_msg(pods);
@@ -198,12 +299,17 @@ static int run_ps(ctl *c, ps_opts *o)
     req.filter = &f;
     if (o->state && parse_state(c, o->state, &st) != 0)
         return CTL_EXIT_USAGE;
-    if (o->state || !o->all) {
+    /* -l and -n look at every state, as crictl does */
+    if ((o->state || !o->all) && !o->l.latest && !o->l.last) {
         sv.state = (Runtime__V1__ContainerState)st;
         f.state = &sv;
     }
     if (o->pod && !(pod = ctl_resolve_pod(c, o->pod)))
         return CTL_EXIT_FAIL;
+    if (o->image && !(o->image_id = resolve_image(c, o->image))) {
+        free(pod);
+        return CTL_EXIT_FAIL;
+    }
     f.pod_sandbox_id = pod ? pod : (char *)"";
     f.n_label_selector = o->labels.n;
     f.label_selector = (void *)o->labels.ents;
@@ -224,6 +330,8 @@ int cmd_ps(ctl *c, int argc, char **argv)
                                        {"pod", required_argument, NULL, 'p'},
                                        {"name", required_argument, NULL, O_NAME},
                                        {"image", required_argument, NULL, O_IMAGE},
+                                       {"namespace", required_argument, NULL, O_NS},
+                                       {"resolve-image-path", no_argument, NULL, 'r'},
                                        {"state", required_argument, NULL, 's'},
                                        {"label", required_argument, NULL, O_LABEL},
                                        {"latest", no_argument, NULL, 'l'},
@@ -237,7 +345,7 @@ int cmd_ps(ctl *c, int argc, char **argv)
     ps_opts o = {.c = c,
                  .labels.d = &runtime__v1__container_filter__label_selector_entry__descriptor};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "ap:s:ln:qvo:", lo, ps_help, ps_opt, &o, &first, &rc)) {
+    if (ctl_parse(c, argc, argv, "ap:s:ln:qvo:r", lo, ps_help, ps_opt, &o, &first, &rc)) {
         cu_labels_free(&o.labels);
         return rc;
     }
@@ -248,5 +356,6 @@ int cmd_ps(ctl *c, int argc, char **argv)
     }
     rc = run_ps(c, &o);
     cu_labels_free(&o.labels);
+    free(o.image_id);
     return rc;
 }

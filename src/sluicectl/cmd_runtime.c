@@ -40,27 +40,32 @@ int cmd_version(ctl *c, int argc, char **argv)
 }
 
 static const char info_help[] =
-    "Usage: sluicectl info [-o json|yaml]\n"
+    "Usage: sluicectl info [-o json|yaml] [-q]\n"
     "\n"
     "Shows the runtime's status (CRI Status, verbose): conditions, handlers,\n"
     "features, and the runtime's own information documents.\n"
     "\n"
     "  -o, --output FORMAT   json (default) or yaml\n"
+    "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
 int cmd_info(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
-    ctl_out out = CTL_OUT_JSON;
-    cu_out_arg oa = {c, &out, false};
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, info_help, cu_out_opt, &oa, &first, &rc))
+    if (ctl_parse(c, argc, argv, "o:q", lo, info_help, cu_inspect_opt, &o, &first, &rc))
         return rc;
     if (first < argc)
         return ctl_usage(c, "takes no arguments");
+    if (o.out == CTL_OUT_TABLE)
+        return ctl_usage(c, "unknown output format \"table\": use json or yaml");
+    ctl_out out = o.out;
     Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
-    req.verbose = true;
+    req.verbose = !o.quiet;
     Runtime__V1__StatusResponse *r =
         (void *)ctl_rt_call(c, "Status", &req.base, &runtime__v1__status_response__descriptor);
     if (!r)

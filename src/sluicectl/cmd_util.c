@@ -1,8 +1,12 @@
 /* Helpers shared by the command files. */
+#include <errno.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cmd_util.h"
 
@@ -39,11 +43,11 @@ size_t cu_limit(const cu_list_opts *l, size_t n)
     return n;
 }
 
-int cu_labels_add(ctl *c, cu_labels *l, const char *kv)
+int cu_labels_add(ctl *c, cu_labels *l, const char *kv, const char *flag)
 {
     const char *eq = strchr(kv, '=');
     if (!eq || eq == kv)
-        return ctl_usage(c, "--label needs KEY=VALUE, not \"%s\"", kv);
+        return ctl_usage(c, "%s needs KEY=VALUE, not \"%s\"", flag, kv);
     ProtobufCMessage **n = realloc(l->ents, (l->n + 1) * sizeof *n);
     if (!n)
         return -1;
@@ -75,6 +79,25 @@ int cu_out_opt(void *arg, int id, const char *val)
     cu_out_arg *a = arg;
     (void)id;
     return ctl_parse_out(a->c, val, a->out, a->table_ok);
+}
+
+int cu_inspect_opt(void *arg, int id, const char *val)
+{
+    cu_inspect *o = arg;
+    if (id == 'q') {
+        o->quiet = true;
+        return 0;
+    }
+    return ctl_parse_out(o->c, val, &o->out, true);
+}
+
+void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o)
+{
+    json_t *j = ctl_msg_to_json(m);
+    if (o->quiet)
+        json_object_del(j, "info");
+    ctl_print_doc(j, o->out);
+    json_decref(j);
 }
 
 int cu_no_opt(void *arg, int id, const char *val)
@@ -138,4 +161,50 @@ void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out 
     json_object_set_new(doc, key, arr);
     ctl_print_doc(doc, out);
     json_decref(doc);
+}
+
+ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
+                                      ctl_arena *a)
+{
+    char err[1024];
+    ProtobufCMessage *m = ctl_doc_load(path, d, a, err, sizeof err);
+    if (!m)
+        ctl_err(c, "%s", err);
+    return m;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+void cu_catch_interrupts(void)
+{
+    struct sigaction sa = {.sa_handler = on_interrupt}; /* no SA_RESTART: waits end */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+bool cu_interrupted(void)
+{
+    return interrupted != 0;
+}
+
+bool cu_sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (!interrupted && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    return !interrupted;
+}
+
+void cu_clear_screen(void)
+{
+    if (isatty(STDOUT_FILENO))
+        fputs("\033[2J\033[H", stdout);
 }

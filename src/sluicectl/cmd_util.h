@@ -24,7 +24,7 @@ typedef struct cu_labels {
     ProtobufCMessage **ents;
     size_t n;
 } cu_labels;
-int cu_labels_add(ctl *c, cu_labels *l, const char *kv);
+int cu_labels_add(ctl *c, cu_labels *l, const char *kv, const char *flag);
 void cu_labels_free(cu_labels *l);
 
 /* A -o only option table: arg is a cu_out_arg. */
@@ -34,6 +34,17 @@ typedef struct cu_out_arg {
     bool table_ok;
 } cu_out_arg;
 int cu_out_opt(void *arg, int id, const char *val);
+
+/* -o and crictl's -q/--quiet ("do not show verbose information") of info
+ * and the inspect commands: arg is a cu_inspect. */
+typedef struct cu_inspect {
+    ctl *c;
+    ctl_out out;
+    bool quiet;
+} cu_inspect;
+int cu_inspect_opt(void *arg, int id, const char *val);
+/* Prints a status answer as JSON/YAML, without its "info" under -q. */
+void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o);
 int cu_no_opt(void *arg, int id, const char *val);
 
 /* Resolves each ref (by kind) and calls fn; returns 0 or CTL_EXIT_FAIL if
@@ -47,5 +58,78 @@ void cu_print_map(const char *title, ProtobufCMessage **ents, size_t n);
 void cu_print_msg(const ProtobufCMessage *m, ctl_out out);
 /* {"key": [items...]} as JSON or YAML. */
 void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out out);
+
+/* ---- commands that run until interrupted (stats -w, events) ---- */
+/* SIGINT, SIGTERM and SIGHUP set a flag instead of killing sluicectl, so
+ * such a command ends its calls and exits 0 (as crictl does on ^C). */
+void cu_catch_interrupts(void);
+bool cu_interrupted(void);
+/* Sleeps ms, or less when interrupted; false when interrupted. */
+bool cu_sleep_ms(uint64_t ms);
+/* Clears a terminal (crictl's watch mode), only when stdout is one. */
+void cu_clear_screen(void);
+#define CU_WATCH_PERIOD_MS 500 /* -w: between the end of one display and the next */
+
+/* ---- stats (cmd_stats.c) ---- */
+/* CPU % between two samples as crictl computes it (0 without CPU time);
+ * -1 when the runtime took no new sample in between. */
+double cu_cpu_percent(const Runtime__V1__CpuUsage *now, const Runtime__V1__CpuUsage *before);
+
+/* ---- pulling (cmd_pull.c), shared by pull, create and run ---- */
+enum {
+    CU_CREDS = 1100,
+    CU_AUTH,
+    CU_USERNAME,
+    CU_PULL_TIMEOUT,
+    CU_WITH_PULL,
+    CU_NO_PULL,
+    CU_CANCEL_TIMEOUT,
+};
+/* crictl's registry and pull-deadline flags (pull adds -u for --username). */
+#define CU_PULL_AUTH_OPTS                                                                          \
+    {"creds", required_argument, NULL, CU_CREDS}, {"auth", required_argument, NULL, CU_AUTH},      \
+        {"username", required_argument, NULL, CU_USERNAME},                                        \
+        {"pull-timeout", required_argument, NULL, CU_PULL_TIMEOUT},                                \
+    {                                                                                              \
+        "pt", required_argument, NULL, CU_PULL_TIMEOUT                                             \
+    }
+/* ... and create's and run's: --with-pull, --no-pull, -T/--cancel-timeout. */
+#define CU_PULL_CREATE_OPTS                                                                        \
+    CU_PULL_AUTH_OPTS, {"with-pull", no_argument, NULL, CU_WITH_PULL},                             \
+        {"no-pull", no_argument, NULL, CU_NO_PULL},                                                \
+    {                                                                                              \
+        "cancel-timeout", required_argument, NULL, CU_CANCEL_TIMEOUT                               \
+    }
+typedef struct cu_pull {
+    const char *creds, *auth, *username;
+    uint64_t timeout_ms; /* --pull-timeout; 0 = none */
+    uint64_t cancel_ms;  /* --cancel-timeout (create, run); 0 = the default */
+    bool with, without;  /* --with-pull, --no-pull */
+    Runtime__V1__AuthConfig ac;
+    char *password, *user; /* owned */
+} cu_pull;
+/* One of the flags above: 0, -1 (printed) or 1 when id is not one. */
+int cu_pull_opt(ctl *c, cu_pull *p, int id, const char *val);
+/* PullImage of img (for sandbox, may be NULL) with the credentials of p;
+ * with only_missing, nothing is pulled when ImageStatus has the image.
+ * Returns the image reference (malloc'd) or NULL after printing why. */
+char *cu_pull_image(ctl *c, cu_pull *p, Runtime__V1__ImageSpec *img,
+                    Runtime__V1__PodSandboxConfig *sandbox, bool only_missing);
+void cu_pull_fini(cu_pull *p);
+
+/* ---- create, start, runp pieces shared with run ---- */
+/* The deadline of a slow call: cancel_ms when given, else the default. */
+uint32_t cu_slow_deadline(ctl *c, uint64_t cancel_ms);
+/* Whether to pull: --with-pull/--no-pull, else dflt (the config file). */
+int cu_want_pull(ctl *c, const cu_pull *p, bool dflt, bool *pull);
+/* CreateContainer (after pulling a missing image when pull); the new ID
+ * (malloc'd) or NULL after printing why. */
+char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
+                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg);
+/* StartContainer; prints the ID as crictl does. 0 or -1 (printed). */
+int cu_start_ctr(ctl *c, const char *id);
+/* RunPodSandbox; the pod ID (malloc'd) or NULL after printing why. */
+char *cu_run_pod(ctl *c, Runtime__V1__PodSandboxConfig *cfg, const char *handler,
+                 uint64_t cancel_ms);
 
 #endif

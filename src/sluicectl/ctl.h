@@ -20,8 +20,14 @@
 #define CTL_DEFAULT_TIMEOUT_MS 2000u
 /* Calls that start or stop pods and containers do real work: at least this. */
 #define CTL_SLOW_TIMEOUT_MS 60000u
+/* The deadline of a call the user asked not to bound (0 for a duration). */
+#define CTL_NO_DEADLINE_MS (24u * 3600 * 1000)
 /* Largest config file (sluicectl.yaml) and pod/container config read. */
 #define CTL_MAX_CONFIG_FILE (1024u * 1024)
+/* Nesting of objects in a pod/container config, and YAML nodes converted
+ * (aliases may repeat a node: this bounds what they expand to). */
+#define CTL_MAX_CONFIG_DEPTH 32
+#define CTL_MAX_CONFIG_NODES 100000u
 /* Bytes of an ID shown in tables without --no-trunc (crictl's). */
 #define CTL_TRUNC_ID 13
 /* Exit codes: 1 = failure (as crictl), 2 = usage error. */
@@ -35,6 +41,7 @@ typedef struct ctl {
     const char *image_endpoint;   /* NULL = the runtime endpoint */
     uint32_t timeout_ms;
     bool debug;
+    bool pull_on_create, no_pull_on_run; /* the config file's crictl keys */
     const char *import_dir;
     const char *config_path;
     sl_cri_client *rt; /* connected on first use */
@@ -50,6 +57,10 @@ typedef struct ctl_cmd {
     const char *summary;
     int (*run)(ctl *c, int argc, char **argv);
 } ctl_cmd;
+
+/* ---- the dispatch table and global flags (main.c), for completion ---- */
+const ctl_cmd *ctl_commands(size_t *n);
+const struct option *ctl_global_options(size_t *n);
 
 /* ---- messages (main.c) ---- */
 void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -81,12 +92,36 @@ int ctl_parse_uint(ctl *c, const char *flag, const char *val, uint64_t max, uint
 int ctl_parse_duration_ms(const char *val, uint64_t *ms);
 
 /* ---- config file and environment (config.c) ---- */
+#define CTL_CONFIG_MAX_VALUE 4096 /* bytes of one value, with its NUL */
+enum {
+    CTL_KEY_RT,
+    CTL_KEY_IMG,
+    CTL_KEY_TIMEOUT,
+    CTL_KEY_DEBUG,
+    CTL_KEY_IMPORT,
+    CTL_KEY_PULL_CREATE,
+    CTL_KEY_NOPULL_RUN,
+    CTL_NKEYS
+};
 /* Loads path ("key: value" lines; keys runtime-endpoint, image-endpoint,
- * timeout, debug, import-dir). Only keys not already set by flags apply.
- * A missing file is fine unless required. Returns 0 or -1 (printed). */
+ * timeout, debug, import-dir, pull-image-on-create, disable-pull-on-run).
+ * Only keys not already set by flags apply. A missing file is fine unless
+ * required. Returns 0 or -1 (printed). */
 int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag);
-enum { CTL_KEY_RT, CTL_KEY_IMG, CTL_KEY_TIMEOUT, CTL_KEY_DEBUG, CTL_KEY_IMPORT, CTL_NKEYS };
 int ctl_config_set(ctl *c, int key, const char *val, const char *origin);
+/* Checks a value for key without applying it; -1 after printing why. */
+int ctl_config_check(ctl *c, int key, const char *val, const char *origin);
+/* The file's values (defaults for keys it lacks; a missing file is all
+ * defaults). -1 after printing an error. */
+int ctl_config_read(ctl *c, const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE]);
+/* Rewrites path with the keys whose newv[] is not NULL set (their lines
+ * replaced where they are, else appended; everything else kept), through
+ * a temporary file and a rename. -1 after printing why. */
+int ctl_config_write(ctl *c, const char *path, const char *const newv[CTL_NKEYS]);
+int ctl_config_key(const char *name); /* -1 when unknown */
+const char *ctl_config_key_name(int key);
+const char *ctl_config_key_default(int key);
+int ctl_parse_bool(const char *v, bool *out); /* true/yes/on/1, false/no/off/0 */
 
 /* ---- CRI calls (rpc.c) ---- */
 /* Calls a RuntimeService / ImageService method by name ("Version").
@@ -103,10 +138,16 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
                  uint32_t timeout_ms, sl_cri_err *err);
 void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
+/* A server-streaming RuntimeService call without deadline, until the
+ * runtime ends it (0) or cb does (0); -1 after printing the error. */
+int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb);
 void ctl_free_msg(void *m);
-/* Resolves a container / pod ID, a unique ID prefix or a name: prints an
- * error naming the command that lists them and returns NULL when nothing
- * or more than one matches. The result is malloc'd. */
+/* Resolves a container / pod ID, a unique ID prefix or a name (a name that
+ * several attempts of one container, or of one pod in a namespace, carry
+ * means the newest): prints an error naming the command that lists them
+ * and returns NULL when nothing or more than one matches. The result is
+ * malloc'd. */
 char *ctl_resolve_ctr(ctl *c, const char *ref);
 char *ctl_resolve_pod(ctl *c, const char *ref);
 void ctl_disconnect(ctl *c);
@@ -116,12 +157,15 @@ typedef struct ctl_table ctl_table;
 ctl_table *ctl_table_new(int ncols, const char *const *headers);
 void ctl_table_add(ctl_table *t, const char *const *cells);
 void ctl_table_print(ctl_table *t); /* and frees */
-void ctl_print_json(json_t *j);     /* indented, newline; steals nothing */
+void ctl_table_free(ctl_table *t);
+void ctl_print_json(json_t *j); /* indented, newline; steals nothing */
 void ctl_print_yaml(json_t *j);
 void ctl_print_doc(json_t *j, ctl_out out); /* JSON or YAML */
 /* "2 minutes ago" from a nanosecond timestamp. */
 void ctl_ago(int64_t ns, char *out, size_t outlen);
-void ctl_human_size(uint64_t bytes, char *out, size_t outlen);
+void ctl_human_size(uint64_t bytes, char *out, size_t outlen); /* 3 digits, as crictl images */
+/* Decimal units with that many significant digits (crictl stats: 4). */
+void ctl_human_size_prec(uint64_t bytes, int digits, char *out, size_t outlen);
 /* ID cut to CTL_TRUNC_ID (after a "sha256:" prefix) unless no_trunc. */
 void ctl_trunc_id(const char *id, bool no_trunc, char *out, size_t outlen);
 const char *ctl_pod_state(int s);
@@ -129,13 +173,42 @@ const char *ctl_ctr_state(int s);
 
 /* ---- protobuf <-> JSON (pbjson.c) ---- */
 json_t *ctl_msg_to_json(const ProtobufCMessage *m);
-/* Reads a pod/container config file (JSON; YAML only in its JSON subset)
- * into a message allocated in arena. Prints the error. */
 typedef struct ctl_arena ctl_arena;
 ctl_arena *ctl_arena_new(void);
 void ctl_arena_free(ctl_arena *a);
+/* A message of d from a JSON tree, allocated in a; NULL with err saying
+ * where ("metadata.nmespace: unknown field (not in PodSandboxMetadata)"). */
 ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j, ctl_arena *a,
                                   char *err, size_t errlen);
+/* The field of d named key (proto name or lowerCamelCase), or NULL. */
+const ProtobufCFieldDescriptor *ctl_pb_field(const ProtobufCMessageDescriptor *d, const char *key);
+/* A map<string, X> field (a repeated *Entry message with key and value). */
+bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f);
+
+/* ---- pod/container config files (docload.c) ----
+ * Reads a config file into a message of d allocated in a: JSON when its
+ * first non-blank byte is '{' (as crictl decides), else YAML (one
+ * document; anchors and aliases; at most CTL_MAX_CONFIG_NODES nodes). A
+ * plain YAML scalar takes the type of the field it fills: `uid: 123` is
+ * the string "123", `privileged: yes` is true, `network: NODE` or `2` an
+ * enum. NULL with err naming the file and the line and column (JSON
+ * syntax, YAML syntax, YAML unknown fields) or the field's path. */
+ProtobufCMessage *ctl_doc_load(const char *path, const ProtobufCMessageDescriptor *d, ctl_arena *a,
+                               char *err, size_t errlen);
+/* The same for text already in memory; name stands for the file. */
+ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
+                                const ProtobufCMessageDescriptor *d, ctl_arena *a, char *err,
+                                size_t errlen);
+/* ---- logs --since (since.c) ----
+ * As crictl (docker's GetTimestamp): a Go duration back from now, cut to
+ * whole seconds ("42m", "1h30m", "-5s"); an RFC 3339 date or time, local
+ * time without a zone ("2013-01-02", "2013-01-02T13:23", "…:37.5Z",
+ * "…+02:00"); or Unix seconds ("1700000000.25"). ns since the epoch; -1
+ * when val is none of them. ctl_parse_since_at takes "now" for tests. */
+int ctl_parse_since(const char *val, int64_t *ns);
+int ctl_parse_since_at(const char *val, int64_t now_ns, int64_t *ns);
+
+/* ctl_doc_load printing the error (cmd_util.c). */
 ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
                                       ctl_arena *a);
 
@@ -162,5 +235,18 @@ int cmd_image(ctl *c, int argc, char **argv);
 int cmd_exec(ctl *c, int argc, char **argv);
 int cmd_attach(ctl *c, int argc, char **argv);
 int cmd_port_forward(ctl *c, int argc, char **argv);
+int cmd_config(ctl *c, int argc, char **argv);
+int cmd_pull(ctl *c, int argc, char **argv);
+int cmd_run(ctl *c, int argc, char **argv);
+int cmd_stats(ctl *c, int argc, char **argv);
+int cmd_statsp(ctl *c, int argc, char **argv);
+int cmd_imagefsinfo(ctl *c, int argc, char **argv);
+int cmd_update(ctl *c, int argc, char **argv);
+int cmd_events(ctl *c, int argc, char **argv);
+int cmd_completion(ctl *c, int argc, char **argv);
+int cmd_runtime_config(ctl *c, int argc, char **argv);
+int cmd_update_runtime_config(ctl *c, int argc, char **argv);
+int cmd_metricsp(ctl *c, int argc, char **argv);
+int cmd_checkpoint(ctl *c, int argc, char **argv);
 
 #endif

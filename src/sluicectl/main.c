@@ -11,28 +11,69 @@
 static const ctl_cmd commands[] = {
     {"version", NULL, "Show the runtime's name and version", cmd_version},
     {"info", NULL, "Show the runtime's status and information", cmd_info},
+    {"runtime-config", NULL, "Show the runtime's configuration", cmd_runtime_config},
+    {"update-runtime-config", NULL, "Update the runtime's configuration (pod CIDR)",
+     cmd_update_runtime_config},
     {"runp", NULL, "Run a new pod sandbox from a config file", cmd_runp},
     {"stopp", NULL, "Stop one or more pod sandboxes", cmd_stopp},
     {"rmp", NULL, "Remove one or more pod sandboxes", cmd_rmp},
     {"pods", NULL, "List pod sandboxes", cmd_pods},
     {"inspectp", NULL, "Show the status of one or more pod sandboxes", cmd_inspectp},
     {"create", NULL, "Create a container in a pod sandbox", cmd_create},
+    {"run", NULL, "Run a pod sandbox with a new container in it, started", cmd_run},
     {"start", NULL, "Start one or more created containers", cmd_start},
     {"stop", NULL, "Stop one or more running containers", cmd_stop},
     {"rm", NULL, "Remove one or more containers", cmd_rm},
     {"ps", NULL, "List containers", cmd_ps},
     {"inspect", NULL, "Show the status of one or more containers", cmd_inspect},
+    {"update", NULL, "Update the resources of one or more containers", cmd_update},
+    {"events", "event", "Stream container events", cmd_events},
+    {"stats", NULL, "Show containers' resource usage", cmd_stats},
+    {"statsp", NULL, "Show pod sandboxes' resource usage", cmd_statsp},
+    {"metricsp", NULL, "Show pod sandboxes' metrics", cmd_metricsp},
+    {"checkpoint", NULL, "Checkpoint one or more running containers", cmd_checkpoint},
     {"logs", "log", "Print a container's logs", cmd_logs},
     {"images", "img", "List images", cmd_images},
     {"inspecti", NULL, "Show the status of one or more images", cmd_inspecti},
     {"rmi", NULL, "Remove one or more images", cmd_rmi},
+    {"imagefsinfo", NULL, "Show the image filesystem's usage", cmd_imagefsinfo},
     {"image", NULL, "Image subcommands: import FILE (sluiced)", cmd_image},
+    {"pull", NULL, "Pull an image (sluiced: import it from its import directory)", cmd_pull},
     {"exec", NULL, "Run a command in a running container", cmd_exec},
     {"attach", NULL, "Attach to a running container", cmd_attach},
     {"port-forward", NULL, "Forward local ports to a pod sandbox", cmd_port_forward},
     {"kubeconfig", NULL, "Print a kubeconfig for the sluice-kube front", cmd_kubeconfig},
+    {"config", NULL, "Get, set and list the config file's keys", cmd_config},
+    {"completion", NULL, "Print bash completion code", cmd_completion},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
+
+enum { OPT_IMPORT_DIR = 256 };
+
+static const struct option global_opts[] = {
+    {"runtime-endpoint", required_argument, NULL, 'r'},
+    {"image-endpoint", required_argument, NULL, 'i'},
+    {"timeout", required_argument, NULL, 't'},
+    {"debug", no_argument, NULL, 'D'},
+    {"config", required_argument, NULL, 'c'},
+    {"import-dir", required_argument, NULL, OPT_IMPORT_DIR},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'v'},
+    {NULL, 0, NULL, 0},
+};
+#define NGLOBALS (sizeof global_opts / sizeof global_opts[0] - 1)
+
+const ctl_cmd *ctl_commands(size_t *n)
+{
+    *n = NCOMMANDS;
+    return commands;
+}
+
+const struct option *ctl_global_options(size_t *n)
+{
+    *n = NGLOBALS;
+    return global_opts;
+}
 
 static const char global_help[] =
     "Usage: sluicectl [GLOBAL FLAGS] COMMAND [FLAGS] [ARGS]\n"
@@ -52,8 +93,7 @@ static const char global_help[] =
     "  -D, --debug                 log endpoints, calls, requests and answers to stderr\n"
     "  -c, --config FILE           config file (default $SLUICECTL_CONFIG or "
     "/etc/sluicectl.yaml):\n"
-    "                              'key: value' lines with runtime-endpoint, image-endpoint,\n"
-    "                              timeout, debug, import-dir\n"
+    "                              'key: value' lines; sluicectl config --help lists the keys\n"
     "      --import-dir DIR        sluiced's image import directory (default "
     "/var/lib/sluice/import)\n"
     "  -h, --help                  this help;  sluicectl COMMAND --help for a command's\n"
@@ -63,10 +103,14 @@ static const char global_help[] =
 
 static void print_help(FILE *f)
 {
+    int width = 0;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if ((int)strlen(commands[i].name) > width)
+            width = (int)strlen(commands[i].name);
     fputs(global_help, f);
     for (size_t i = 0; i < NCOMMANDS; i++)
-        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
-    fputs("\nPod and container configs are JSON (YAML files only in their JSON subset).\n"
+        fprintf(f, "  %-*s %s\n", width, commands[i].name, commands[i].summary);
+    fputs("\nPod and container configs are YAML or JSON, as crictl reads them.\n"
           "See sluicectl(1) / docs/sluicectl.md.\n",
           f);
 }
@@ -113,20 +157,6 @@ static const ctl_cmd *find_cmd(const char *name)
             return &commands[i];
     return NULL;
 }
-
-enum { OPT_IMPORT_DIR = 256 };
-
-static const struct option global_opts[] = {
-    {"runtime-endpoint", required_argument, NULL, 'r'},
-    {"image-endpoint", required_argument, NULL, 'i'},
-    {"timeout", required_argument, NULL, 't'},
-    {"debug", no_argument, NULL, 'D'},
-    {"config", required_argument, NULL, 'c'},
-    {"import-dir", required_argument, NULL, OPT_IMPORT_DIR},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'v'},
-    {NULL, 0, NULL, 0},
-};
 
 static int key_of(int opt)
 {
@@ -175,8 +205,9 @@ static int parse_globals(ctl *c, int argc, char **argv, bool *set, const char **
 }
 
 /* Environment (as crictl: CONTAINER_RUNTIME_ENDPOINT, IMAGE_SERVICE_ENDPOINT)
- * applies where no flag was given; the config file where neither was. */
-static int apply_env_and_config(ctl *c, bool *set, const char *cfg)
+ * applies where no flag was given; the config file where neither was. The
+ * config command reads and writes the file itself (it may not exist yet). */
+static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load)
 {
     static const struct {
         const char *var;
@@ -199,7 +230,7 @@ static int apply_env_and_config(ctl *c, bool *set, const char *cfg)
     else
         cfg = CTL_DEFAULT_CONFIG;
     c->config_path = cfg;
-    return ctl_config_load(c, cfg, required, set);
+    return load ? ctl_config_load(c, cfg, required, set) : 0;
 }
 
 int main(int argc, char **argv)
@@ -212,7 +243,8 @@ int main(int argc, char **argv)
     int rc = parse_globals(&c, argc, argv, set, &cfg);
     if (rc >= 0)
         return rc;
-    if (apply_env_and_config(&c, set, cfg) < 0)
+    bool is_config = optind < argc && !strcmp(argv[optind], "config");
+    if (apply_env_and_config(&c, set, cfg, !is_config) < 0)
         return CTL_EXIT_USAGE;
     if (optind >= argc) {
         print_help(stderr);

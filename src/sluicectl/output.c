@@ -43,6 +43,16 @@ void ctl_table_add(ctl_table *t, const char *const *cells)
     t->nrows++;
 }
 
+void ctl_table_free(ctl_table *t)
+{
+    if (!t)
+        return;
+    for (size_t k = 0; k < t->nrows * (size_t)t->ncols; k++)
+        free(t->cells[k]);
+    free(t->cells);
+    free(t);
+}
+
 void ctl_table_print(ctl_table *t)
 {
     if (!t)
@@ -65,11 +75,8 @@ void ctl_table_print(ctl_table *t)
         }
         putchar('\n');
     }
-    for (size_t k = 0; k < t->nrows * (size_t)t->ncols; k++)
-        free(t->cells[k]);
-    free(t->cells);
     free(w);
-    free(t);
+    ctl_table_free(t);
 }
 
 void ctl_print_json(json_t *j)
@@ -237,14 +244,19 @@ void ctl_ago(int64_t ns, char *out, size_t outlen)
         snprintf(out, outlen, "%lld years ago", (long long)(h / 24 / 365));
 }
 
-void ctl_human_size(uint64_t bytes, char *out, size_t outlen)
+void ctl_human_size_prec(uint64_t bytes, int digits, char *out, size_t outlen)
 {
     static const char *const units[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
     double v = (double)bytes;
     size_t u = 0;
     while (v >= 1000 && u + 1 < sizeof units / sizeof units[0])
         v /= 1000, u++;
-    snprintf(out, outlen, "%.3g%s", v, units[u]);
+    snprintf(out, outlen, "%.*g%s", digits, v, units[u]);
+}
+
+void ctl_human_size(uint64_t bytes, char *out, size_t outlen)
+{
+    ctl_human_size_prec(bytes, 3, out, outlen);
 }
 
 void ctl_trunc_id(const char *id, bool no_trunc, char *out, size_t outlen)

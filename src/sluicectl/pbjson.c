@@ -8,15 +8,14 @@
  * In: proto names (log_directory) or lowerCamelCase (logDirectory), enums
  * by name or number, integers as numbers or decimal strings; an unknown
  * field is an error (it is almost always a typo). Everything is allocated
- * in an arena freed at once. */
+ * in an arena freed at once. YAML files reach this as JSON trees
+ * (docload.c). Nothing here prints: errors are returned as text. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
-
-#define MAX_DEPTH 32 /* nesting of JSON objects accepted in configs */
 
 struct ctl_arena {
     void **p;
@@ -91,7 +90,7 @@ static size_t elem_size(ProtobufCType t)
     }
 }
 
-static bool is_map(const ProtobufCFieldDescriptor *f)
+bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f)
 {
     if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label != PROTOBUF_C_LABEL_REPEATED)
         return false;
@@ -201,7 +200,7 @@ static json_t *field_to_json(const ProtobufCMessage *m, const ProtobufCFieldDesc
     if (f->label == PROTOBUF_C_LABEL_REPEATED) {
         size_t n = *(const size_t *)(base + f->quantifier_offset);
         const char *arr = *(char *const *)v;
-        if (is_map(f))
+        if (ctl_pb_is_map(f))
             return map_to_json(f, (ProtobufCMessage *const *)arr, n);
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
@@ -373,7 +372,7 @@ static int map_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, void 
 static int repeated_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, void *base,
                        int depth)
 {
-    if (is_map(f))
+    if (ctl_pb_is_map(f))
         return map_in(x, f, j, base, depth);
     if (!json_is_array(j))
         return fail(x, ": expected an array", "");
@@ -389,8 +388,7 @@ static int repeated_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, 
     return 0;
 }
 
-static const ProtobufCFieldDescriptor *find_field(const ProtobufCMessageDescriptor *d,
-                                                  const char *key)
+const ProtobufCFieldDescriptor *ctl_pb_field(const ProtobufCMessageDescriptor *d, const char *key)
 {
     for (unsigned i = 0; i < d->n_fields; i++) {
         char cm[128];
@@ -418,7 +416,7 @@ static int field_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *v, voi
 static ProtobufCMessage *msg_in(in_ctx *x, const ProtobufCMessageDescriptor *d, json_t *j,
                                 int depth)
 {
-    if (depth > MAX_DEPTH)
+    if (depth > CTL_MAX_CONFIG_DEPTH)
         return fail(x, ": nested too deeply", ""), NULL;
     if (!json_is_object(j))
         return fail(x, ": expected an object", ""), NULL;
@@ -432,7 +430,7 @@ static ProtobufCMessage *msg_in(in_ctx *x, const ProtobufCMessageDescriptor *d, 
     json_object_foreach(j, k, v)
     {
         snprintf(x->path + plen, sizeof x->path - plen, "%s%s", plen ? "." : "", k);
-        const ProtobufCFieldDescriptor *f = find_field(d, k);
+        const ProtobufCFieldDescriptor *f = ctl_pb_field(d, k);
         if (!f) {
             char what[160];
             snprintf(what, sizeof what, ": unknown field (not in %s)", d->short_name);
@@ -450,33 +448,4 @@ ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j
 {
     in_ctx x = {.a = a, .err = err, .errlen = errlen};
     return msg_in(&x, d, j, 0);
-}
-
-static bool yaml_name(const char *path)
-{
-    size_t n = strlen(path);
-    return (n > 5 && !strcmp(path + n - 5, ".yaml")) || (n > 4 && !strcmp(path + n - 4, ".yml"));
-}
-
-ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
-                                      ctl_arena *a)
-{
-    json_error_t je;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!j) {
-        if (je.line < 0 || je.position == 0)
-            ctl_err(c, "%s: %s", path, je.text);
-        else
-            ctl_err(c, "%s:%d:%d: %s%s", path, je.line, je.column, je.text,
-                    yaml_name(path) ? " (sluicectl reads YAML configs only in their JSON subset: "
-                                      "write the file as JSON)"
-                                    : " (configs are JSON)");
-        return NULL;
-    }
-    char err[512];
-    ProtobufCMessage *m = ctl_json_to_msg(d, j, a, err, sizeof err);
-    json_decref(j);
-    if (!m)
-        ctl_err(c, "%s: %s: %s", path, d->short_name, err);
-    return m;
 }

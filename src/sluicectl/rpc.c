@@ -140,6 +140,24 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
     return rc;
 }
 
+int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb)
+{
+    sl_cri_client *cl = runtime_client(c);
+    if (!cl)
+        return -1;
+    char path[128];
+    snprintf(path, sizeof path, "/runtime.v1.RuntimeService/%s", method);
+    debug_msg(c, "request", method, req);
+    sl_cri_err e;
+    int rc = sl_cri_client_stream(cl, path, req, resp_desc, cb, 0, &e);
+    ctl_debug(c, "%s ended: %s: %s", method, sl_cri_code_name(rc), e.msg);
+    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && e.local))
+        return 0;
+    ctl_print_call_err(c, method, &e);
+    return -1;
+}
+
 static ProtobufCMessage *call_tmo(ctl *c, bool image, const char *method,
                                   const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d,
                                   uint32_t tmo)
@@ -183,7 +201,25 @@ ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessag
 
 typedef struct cand {
     const char *id, *name;
+    const char *group; /* name hits in one group are attempts of one thing */
+    uint64_t rank;     /* the newest attempt ranks highest */
 } cand;
+
+/* Among several name hits that are attempts of one thing (same group),
+ * the newest; else -1. */
+static long newest_attempt(const cand *v, size_t n, const char *ref)
+{
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!v[i].name || strcmp(v[i].name, ref))
+            continue;
+        if (best >= 0 && strcmp(v[best].group, v[i].group))
+            return -1;
+        if (best < 0 || v[i].rank > v[best].rank)
+            best = (long)i;
+    }
+    return best;
+}
 
 static char *pick(ctl *c, const char *kind, const char *lister, const char *ref, const cand *v,
                   size_t n)
@@ -205,6 +241,9 @@ static char *pick(ctl *c, const char *kind, const char *lister, const char *ref,
                 hits++, hit = i;
     if (hits == 1)
         return strdup(v[hit].id);
+    long newest = hits > 1 ? newest_attempt(v, n, ref) : -1;
+    if (newest >= 0)
+        return strdup(v[newest].id);
     if (hits == 0)
         ctl_err(c,
                 "%s \"%s\" not found: no %s has that ID, ID prefix or name (`sluicectl %s` "
@@ -227,8 +266,11 @@ char *ctl_resolve_ctr(ctl *c, const char *ref)
     char *id = NULL;
     if (v) {
         for (size_t i = 0; i < r->n_containers; i++) {
-            v[i].id = r->containers[i]->id;
-            v[i].name = r->containers[i]->metadata ? r->containers[i]->metadata->name : NULL;
+            const Runtime__V1__Container *x = r->containers[i];
+            v[i].id = x->id;
+            v[i].name = x->metadata ? x->metadata->name : NULL;
+            v[i].group = x->pod_sandbox_id;
+            v[i].rank = x->metadata ? x->metadata->attempt : 0;
         }
         id = pick(c, "container", "ps -a", ref, v, r->n_containers);
     }
@@ -248,8 +290,11 @@ char *ctl_resolve_pod(ctl *c, const char *ref)
     char *id = NULL;
     if (v) {
         for (size_t i = 0; i < r->n_items; i++) {
-            v[i].id = r->items[i]->id;
-            v[i].name = r->items[i]->metadata ? r->items[i]->metadata->name : NULL;
+            const Runtime__V1__PodSandbox *x = r->items[i];
+            v[i].id = x->id;
+            v[i].name = x->metadata ? x->metadata->name : NULL;
+            v[i].group = x->metadata ? x->metadata->namespace_ : "";
+            v[i].rank = (uint64_t)x->created_at;
         }
         id = pick(c, "pod sandbox", "pods", ref, v, r->n_items);
     }

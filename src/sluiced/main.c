@@ -1,5 +1,10 @@
 /* sluiced: the sluice CRI runtime daemon. One libuv loop serves the CRI
- * gRPC API on a unix socket and the libsluice streaming server on TCP. */
+ * gRPC API on a unix socket, the libsluice streaming server on TCP and,
+ * when configured, the admin listener (/healthz, /readyz, /metrics).
+ * SIGTERM/SIGINT stop it (pods and their monitors keep running), SIGHUP
+ * reloads what may change live (sl_config_reload). It tells systemd when
+ * it is ready, reloading or stopping (the sd_notify protocol, admin/notify.h;
+ * nothing without NOTIFY_SOCKET). */
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -8,12 +13,17 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "admin/admin.h"
+#include "admin/calls.h"
+#include "admin/daemon_metrics.h"
+#include "admin/notify.h"
 #include "config/config.h"
 #include "cri/service.h"
 #include "cri/sluice_version.h"
 #include "cri/stream_handoff.h"
 #include "fsutil.h"
 #include "grpc/grpc_server.h"
+#include "sl_log.h"
 #include "sluice/server.h"
 
 /* Mode of directories sluiced creates for its socket. */
@@ -21,14 +31,21 @@
 
 typedef struct sluiced {
     uv_loop_t *loop;
+    int argc;
+    char **argv;
     sl_config cfg;
     sl_cri cri;
+    sl_calls calls; /* per-call metrics and log lines */
     sl_server *stream;
     sl_stream_handoff *handoff; /* sessions go to the pod monitors */
     sl_grpc_server *grpc;
-    uv_signal_t sigint, sigterm;
+    sl_admin *admin;
+    sl_notify notify; /* systemd's NOTIFY_SOCKET */
+    bool listening;   /* the CRI socket is up (readiness) */
+    uv_signal_t sigint, sigterm, sighup;
     bool stopping; /* close requested */
     int closing;   /* servers still closing */
+    int rc;        /* the exit status */
 } sluiced;
 
 /* Streaming connections take at most 1/STREAM_FD_SHARE of the open-file
@@ -62,14 +79,17 @@ static void stream_config(const sl_config *c, sl_server_config *s)
     s->max_ws_message = c->max_ws_message;
     s->max_sessions = c->max_sessions;
     s->max_connections = stream_fd_bound(c->max_stream_connections);
-    if (s->max_connections < c->max_stream_connections)
-        fprintf(stderr,
-                "sluiced: max-stream-connections %u lowered to %u (a quarter of the open-file "
-                "limit)\n",
-                c->max_stream_connections, s->max_connections);
+    if (s->max_connections < c->max_stream_connections) {
+        char want[16], used[16];
+        snprintf(want, sizeof(want), "%u", c->max_stream_connections);
+        snprintf(used, sizeof(used), "%u", s->max_connections);
+        sl_log(SL_LOG_WARN, "max-stream-connections lowered to a quarter of the open-file limit",
+               "configured", want, "used", used, NULL);
+    }
     s->keepalive_idle_ms = c->keepalive_idle_ms;
     s->keepalive_interval_ms = c->keepalive_interval_ms;
     s->keepalive_count = c->keepalive_count;
+    s->tty_size_wait_ms = c->tty_size_wait_ms;
 }
 
 static int start_stream(sluiced *d, sl_error *e)
@@ -89,23 +109,39 @@ static int start_stream(sluiced *d, sl_error *e)
     return 0;
 }
 
+static void grpc_config(sluiced *d, sl_grpc_config *gc)
+{
+    sl_grpc_config_init(gc);
+    gc->methods = sl_cri_methods(&gc->nmethods);
+    gc->arg = &d->cri;
+    gc->max_recv_message = d->cfg.max_recv_message;
+    gc->max_streams = d->cfg.max_grpc_streams;
+    gc->max_connections = d->cfg.max_grpc_connections;
+    gc->idle_timeout_ms = d->cfg.grpc_idle_timeout_ms;
+    gc->max_stream_backlog = d->cfg.max_grpc_stream_backlog;
+    gc->on_end = sl_calls_on_end;
+    gc->on_end_arg = &d->calls;
+}
+
+static void report_fd_bound(const sluiced *d, uint32_t want)
+{
+    char w[16], got[16];
+    if (sl_grpc_server_max_connections(d->grpc) >= want)
+        return;
+    snprintf(w, sizeof(w), "%u", want);
+    snprintf(got, sizeof(got), "%u", sl_grpc_server_max_connections(d->grpc));
+    sl_log(SL_LOG_WARN, "max-grpc-connections lowered to half the open-file limit", "wanted", w,
+           "limit", got, NULL);
+}
+
 static int start_grpc(sluiced *d, sl_error *e)
 {
     sl_grpc_config gc;
-    sl_grpc_config_init(&gc);
-    gc.methods = sl_cri_methods(&gc.nmethods);
-    gc.arg = &d->cri;
-    gc.max_recv_message = d->cfg.max_recv_message;
-    gc.max_streams = d->cfg.max_grpc_streams;
-    gc.max_connections = d->cfg.max_grpc_connections;
-    gc.idle_timeout_ms = d->cfg.grpc_idle_timeout_ms;
-    gc.max_stream_backlog = d->cfg.max_grpc_stream_backlog;
-    if (sl_grpc_server_new(d->loop, &gc, &d->grpc) < 0)
+    grpc_config(d, &gc);
+    if (sl_calls_init(&d->calls, gc.methods, gc.nmethods) < 0 ||
+        sl_grpc_server_new(d->loop, &gc, &d->grpc) < 0)
         return sl_error_set(e, ENOMEM, "gRPC server");
-    if (sl_grpc_server_max_connections(d->grpc) < gc.max_connections)
-        fprintf(stderr,
-                "sluiced: max-grpc-connections %u lowered to %u (half the open-file limit)\n",
-                gc.max_connections, sl_grpc_server_max_connections(d->grpc));
+    report_fd_bound(d, gc.max_connections);
     char *dir = strdup(d->cfg.socket_path);
     if (!dir)
         return sl_error_set(e, ENOMEM, "gRPC server");
@@ -114,8 +150,47 @@ static int start_grpc(sluiced *d, sl_error *e)
     free(dir);
     if (rc == 0)
         rc = sl_grpc_server_listen(d->grpc, d->cfg.socket_path, SLUICED_SOCKET_MODE, e);
-    return rc < 0 ? sl_error_wrap(e, "CRI endpoint %s", d->cfg.listen) : 0;
+    if (rc < 0)
+        return sl_error_wrap(e, "CRI endpoint %s", d->cfg.listen);
+    d->listening = true;
+    return 0;
 }
+
+/* ---- admin listener ---- */
+
+static int admin_metrics(void *arg, char **text, size_t *len)
+{
+    sluiced *d = arg;
+    return sl_daemon_metrics(&d->calls, &d->cri, d->grpc, text, len);
+}
+
+/* Ready: the CRI socket listens and the image store is open. */
+static bool admin_ready(void *arg, char *why, size_t cap)
+{
+    sluiced *d = arg;
+    if (d->stopping)
+        snprintf(why, cap, "sluiced is stopping");
+    else if (!d->listening)
+        snprintf(why, cap, "the CRI socket is not listening yet");
+    else if (!d->cri.rt.images)
+        snprintf(why, cap, "the image store is not loaded yet");
+    else
+        return true;
+    return false;
+}
+
+static int start_admin(sluiced *d, sl_error *e)
+{
+    if (!d->cfg.admin_listen[0])
+        return 0;
+    sl_admin_ops ops = {.metrics = admin_metrics, .ready = admin_ready, .arg = d};
+    if (sl_admin_start(d->loop, d->cfg.admin_address, (uint16_t)d->cfg.admin_port, &ops, &d->admin,
+                       e) < 0)
+        return sl_error_wrap(e, "admin-listen %s", d->cfg.admin_listen);
+    return 0;
+}
+
+/* ---- signals ---- */
 
 static void one_closed(sluiced *d)
 {
@@ -123,6 +198,7 @@ static void one_closed(sluiced *d)
         return;
     uv_close((uv_handle_t *)&d->sigint, NULL);
     uv_close((uv_handle_t *)&d->sigterm, NULL);
+    uv_close((uv_handle_t *)&d->sighup, NULL);
 }
 
 static void grpc_closed(sl_grpc_server *s, void *arg)
@@ -137,19 +213,118 @@ static void stream_closed(sl_server *s, void *arg)
     one_closed(arg);
 }
 
-static void signal_cb(uv_signal_t *h, int sig)
+static void admin_closed(void *arg)
+{
+    sluiced *d = arg;
+    d->admin = NULL;
+    one_closed(d);
+}
+
+/* why: what asked for the stop, for the log line. */
+static void stop(sluiced *d, const char *why)
+{
+    if (d->stopping)
+        return;
+    sl_log(SL_LOG_INFO, "stopping; pods and their monitors keep running", "cause", why, NULL);
+    sl_notify_send(&d->notify, "STOPPING=1");
+    uv_signal_stop(&d->sigint);
+    uv_signal_stop(&d->sigterm);
+    uv_signal_stop(&d->sighup);
+    d->stopping = true;
+    d->closing = 3;
+    /* First, so that calls it ends are answered before the GOAWAY. The pod
+     * monitors keep running (so do their containers); only our connections
+     * to them close, so the loop can end. */
+    sl_rt_detach(&d->cri.rt);
+    sl_admin_close(d->admin, admin_closed, d);
+    sl_grpc_server_close(d->grpc, grpc_closed, d);
+    sl_server_close(d->stream, stream_closed, d);
+}
+
+static void stop_cb(uv_signal_t *h, int sig)
+{
+    stop(h->data, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+/* The --import file could not be imported: sluiced stops. */
+static void import_fatal(void *arg, const sl_error *e)
+{
+    sluiced *d = arg;
+    sl_log(SL_LOG_ERROR, "the --import file could not be imported", "error", e->msg, NULL);
+    fprintf(stderr, "sluiced: stopping: %s\n", e->msg);
+    d->rc = 1;
+    stop(d, "--import failed");
+}
+
+static void report_change(void *arg, const char *key, const char *was, const char *now,
+                          bool applied)
+{
+    (void)arg;
+    sl_log(applied ? SL_LOG_INFO : SL_LOG_WARN,
+           applied ? "reload: applied" : "reload: changed, takes effect at the next start", "key",
+           key, "was", was, "now", now, NULL);
+}
+
+/* Parses the same command line and file again and applies the live keys. */
+static void reload_cb(uv_signal_t *h, int sig)
 {
     (void)sig;
     sluiced *d = h->data;
-    uv_signal_stop(&d->sigint);
-    uv_signal_stop(&d->sigterm);
-    d->stopping = true;
-    d->closing = 2;
-    sl_grpc_server_close(d->grpc, grpc_closed, d);
-    sl_server_close(d->stream, stream_closed, d);
-    /* The pod monitors keep running (so do their containers); only our
-     * connections to them close, so the loop can end. */
-    sl_rt_detach(&d->cri.rt);
+    sl_notify_send(&d->notify, "RELOADING=1");
+    sl_config fresh;
+    sl_error e;
+    sl_config_init(&fresh);
+    if (sl_config_parse_args(&fresh, d->argc, d->argv, &e) != SL_CONFIG_RUN) {
+        sl_log(SL_LOG_ERROR, "reload failed; the running configuration is kept", "error", e.msg,
+               NULL);
+    } else {
+        size_t n = sl_config_reload(&d->cfg, &fresh, report_change, d);
+        sl_grpc_config gc;
+        grpc_config(d, &gc);
+        sl_grpc_server_set_limits(d->grpc, &gc);
+        d->cri.rt.events.max_subs = d->cfg.max_event_subscribers;
+        char num[16];
+        snprintf(num, sizeof(num), "%zu", n);
+        /* Said at the old level, so a reload to "error" still shows. */
+        sl_log(SL_LOG_INFO, "reloaded", "config", fresh.config_file, "applied", num, NULL);
+        sl_log_set_level(d->cfg.log_level);
+    }
+    sl_config_fini(&fresh);
+    sl_notify_send(&d->notify, "READY=1");
+}
+
+static void start_signals(sluiced *d)
+{
+    uv_signal_init(d->loop, &d->sigint);
+    uv_signal_init(d->loop, &d->sigterm);
+    uv_signal_init(d->loop, &d->sighup);
+    d->sigint.data = d->sigterm.data = d->sighup.data = d;
+    uv_signal_start(&d->sigint, stop_cb, SIGINT);
+    uv_signal_start(&d->sigterm, stop_cb, SIGTERM);
+    uv_signal_start(&d->sighup, reload_cb, SIGHUP);
+}
+
+/* ---- run ---- */
+
+static void announce(sluiced *d)
+{
+    const char *base = sl_server_base_url(d->stream);
+    char admin[96] = "";
+    if (d->admin)
+        snprintf(admin, sizeof(admin), "http://%s%s%s:%u/",
+                 strchr(d->cfg.admin_address, ':') ? "[" : "", d->cfg.admin_address,
+                 strchr(d->cfg.admin_address, ':') ? "]" : "", sl_admin_port(d->admin));
+    /* The banner (stdout) is what scripts wait for. */
+    printf("sluiced: CRI on %s streaming on %s\n", d->cfg.listen, base);
+    fflush(stdout);
+    sl_log(SL_LOG_INFO, "sluiced ready", "version", SLUICE_VERSION, "cri", d->cfg.listen, "stream",
+           base, "admin", admin[0] ? admin : NULL, "config", d->cfg.config_file, "log_level",
+           sl_log_level_name(d->cfg.log_level), NULL);
+    char state[512];
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=CRI on %s, streaming on %s", d->cfg.listen,
+             base);
+    if (sl_notify_send(&d->notify, state) < 0)
+        sl_log(SL_LOG_WARN, "cannot tell systemd we are ready", "error", strerror(errno), NULL);
 }
 
 static int run(sluiced *d)
@@ -157,19 +332,17 @@ static int run(sluiced *d)
     sl_error e;
     sl_error_clear(&e);
     if (sl_cri_init(&d->cri, d->loop, &d->cfg, &e) < 0 || start_stream(d, &e) < 0 ||
-        start_grpc(d, &e) < 0) {
+        start_grpc(d, &e) < 0 || start_admin(d, &e) < 0) {
+        sl_log(SL_LOG_ERROR, "start failed", "error", e.msg, NULL);
         fprintf(stderr, "sluiced: %s\n", e.msg);
         return 1;
     }
-    printf("sluiced: CRI on %s streaming on %s\n", d->cfg.listen, sl_server_base_url(d->stream));
-    fflush(stdout);
-    uv_signal_init(d->loop, &d->sigint);
-    uv_signal_init(d->loop, &d->sigterm);
-    d->sigint.data = d->sigterm.data = d;
-    uv_signal_start(&d->sigint, signal_cb, SIGINT);
-    uv_signal_start(&d->sigterm, signal_cb, SIGTERM);
+    start_signals(d);
+    announce(d);
+    sl_rt_start_imports(&d->cri.rt, import_fatal, d); /* the socket is up: calls are served */
     uv_run(d->loop, UV_RUN_DEFAULT);
-    return 0;
+    sl_log(SL_LOG_INFO, "stopped", NULL);
+    return d->rc;
 }
 
 /* Closes whatever a failed start left open so the loop can be closed. */
@@ -180,14 +353,16 @@ static void cleanup(sluiced *d)
             sl_grpc_server_close(d->grpc, NULL, NULL);
         if (d->stream)
             sl_server_close(d->stream, NULL, NULL);
+        sl_admin_close(d->admin, NULL, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);
     }
     sl_grpc_server_free(d->grpc);
     sl_server_free(d->stream);
     sl_stream_handoff_free(d->handoff);
     sl_cri_fini(&d->cri);
+    sl_calls_fini(&d->calls);
     if (uv_loop_close(d->loop) != 0)
-        fprintf(stderr, "sluiced: handles left open at exit\n");
+        sl_log(SL_LOG_ERROR, "handles left open at exit", NULL);
 }
 
 int main(int argc, char **argv)
@@ -210,6 +385,13 @@ int main(int argc, char **argv)
         sl_config_fini(&d.cfg);
         return what < 0 ? 2 : 0;
     }
+    d.argc = argc;
+    d.argv = argv;
+    sl_log_setup(2, sl_log_is_journal(2));
+    sl_log_set_level(d.cfg.log_level);
+    if (!sl_notify_init(&d.notify))
+        sl_log(SL_LOG_WARN, "NOTIFY_SOCKET is not a unix socket path or @name; not notifying",
+               NULL);
     sl_raise_nofile();
     d.loop = uv_default_loop();
     int rc = run(&d);

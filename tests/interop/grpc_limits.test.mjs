@@ -38,7 +38,6 @@ const CD_STREAM_PORT = '10117';
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 const FRAME_SETTINGS = 4;
 const FRAME_GOAWAY = 7;
-const FLAG_ACK = 1;
 
 function frame(type, flags, payload = Buffer.alloc(0)) {
   const h = Buffer.alloc(9);
@@ -48,9 +47,12 @@ function frame(type, flags, payload = Buffer.alloc(0)) {
   return Buffer.concat([h, payload]);
 }
 
-// A raw connection. preface: send the client preface and SETTINGS, ACK
-// the server's SETTINGS; else it never writes a byte. Records the
-// server's frames and its EOF.
+// A raw connection. preface: send the client preface and SETTINGS at
+// connect; else it never writes a byte. Records the server's frames and
+// its EOF. It does not ACK the server's SETTINGS: a later write can meet
+// a connection already closed to make room, and node then drops the
+// unread GOAWAY with the socket (seen once under load), so the check
+// "every close comes with a GOAWAY" could not see it.
 function rawConn(sock, { preface }) {
   return new Promise((resolve, reject) => {
     const c = { frames: [], eof: false, buf: Buffer.alloc(0) };
@@ -70,8 +72,6 @@ function rawConn(sock, { preface }) {
         const f = { type: c.buf[3], flags: c.buf[4], payload: c.buf.subarray(9, 9 + len) };
         c.buf = c.buf.subarray(9 + len);
         c.frames.push(f);
-        if (preface && f.type === FRAME_SETTINGS && !(f.flags & FLAG_ACK))
-          c.sock.write(frame(FRAME_SETTINGS, FLAG_ACK));
       }
     });
   });
@@ -202,9 +202,9 @@ describe('CRI socket flood over a limit of 100', { skip }, () => {
       assert.match(g.debug, /^closed to make room: 100 connections open \(the limit\)$/);
     }
     // Beyond SL_GRPC_MAX_LINGERING (64) at once, a connection closed to
-    // make room is closed at once, not waiting for its peer: a raw client
-    // still writing (its SETTINGS ACK) then gets EPIPE or ECONNRESET, but
-    // only after it read the GOAWAY. Never a close without the GOAWAY.
+    // make room is closed at once, not waiting for its peer; a socket
+    // error may follow, but only after the GOAWAY was read. Never a close
+    // without the GOAWAY.
     const errs = conns.filter((c) => c.error);
     assert.ok(errs.every((c) => ['EPIPE', 'ECONNRESET'].includes(c.error.code) && goaway(c)),
       `socket errors: ${[...new Set(errs.map((c) => `${c.error.code} ${JSON.stringify(goaway(c))}`))]}`);
@@ -258,7 +258,7 @@ describe('every connection busy', { skip }, () => {
       late = e;
     }
     assert.ok(late, 'no answer while every connection is busy');
-    assert.match(sd.proc.stderr, /CRI connection refused: 3 connections open \(max-grpc-connections 3\), each with a call in progress/);
+    assert.match(sd.proc.stderr, /level=warn msg="CRI connection refused: every open connection has a call in progress" open=3 max_grpc_connections=3 refused_total=\d+/);
     for (const s of subs) assert.equal(s.status, null, 'the busy streams go on');
     // One subscriber leaves: its connection is idle and makes room.
     subs[0].cancel();

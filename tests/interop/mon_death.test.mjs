@@ -74,7 +74,7 @@ describe('a pod monitor killed with SIGKILL', { skip }, () => {
       }
       const listed = await sd.rt.ListPodSandbox({});
       assert.equal(listed.items.find((p) => p.id === pod.id).state, 'SANDBOX_NOTREADY');
-      assert.match(sd.proc.stderr, new RegExp(`pod ${pod.id}: its monitor \\(pid ${monPid}\\) died`));
+      assert.match(sd.proc.stderr, new RegExp(`msg="pod monitor died" pod=${pod.id} pid=${monPid}`));
     });
 
   test('exec and new containers are refused with the reason', async () => {

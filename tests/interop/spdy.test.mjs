@@ -24,7 +24,7 @@ const skip = goClientSkip();
 const ATTACH_CMD = 'echo attached-out; echo attached-err >&2; exec cat';
 const fx = serverFixture([
   '--container', `c-cat=${ATTACH_CMD}`,
-  '--tty-container', 'c-tty=sleep 0.3; stty size',
+  '--tty-container', 'c-tty=stty size',
 ]);
 const tmp = mkdtempSync(path.join(tmpdir(), 'sluice-spdy-'));
 after(() => rmSync(tmp, { recursive: true, force: true }));
@@ -111,7 +111,7 @@ describe('exec over SPDY with the Go client, per protocol', { skip }, () => {
 
     if (proto === V4 || proto === V3) {
       test(`${proto}: tty, -resize 100x30 is what stty sees`, async () => {
-        const url = await execUrl({ cmd: ['sh', '-c', 'sleep 0.3; stty size'], tty: 1, stdout: 1 });
+        const url = await execUrl({ cmd: ['stty', 'size'], tty: 1, stdout: 1 });
         const r = await goExec(url, proto, ['-t', '-resize', '100x30']);
         assert.equal(r.code, EXIT.OK, r.show);
         assert.match(r.stdout.toString(), /^30 100\r?\n$/, r.show);

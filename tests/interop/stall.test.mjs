@@ -112,8 +112,9 @@ describe('clients that stop reading: bounded memory, no byte lost', { skip, time
         `nc -l -p ${pfPort}; done`],
     });
     monPid = Number(fs.readFileSync(path.join(sd.runDir, 'pods', pod.id, 'mon.pid'), 'utf8'));
-    fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
-    fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
+    const asanOptions = 'quarantine_size_mb=4';
+    fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint, asanOptions });
+    fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint, asanOptions });
     want = expectedSha();
   }, { timeout: 120000 });
 

@@ -101,7 +101,7 @@ describe(`streaming port flood, open-file limit ${NOFILE}`, { skip }, () => {
 
   test('the budget is a quarter of the open-file limit, and sluiced says so', () => {
     assert.match(sd.proc.stderr,
-      new RegExp(`max-stream-connections 1024 lowered to ${BUDGET} \\(a quarter of the open-file limit\\)`));
+      new RegExp(`msg="max-stream-connections lowered to a quarter of the open-file limit" configured=1024 used=${BUDGET}`));
   });
 
   test(`${FLOOD} idle connections: ${BUDGET} held, the rest 503 and closed; the CRI answers at once`,

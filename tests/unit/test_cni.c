@@ -5,16 +5,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
 #include "pod/cni.h"
-
-static char root[64];
+#include "tmp_root.h"
 
 static void write_file(const char *dir, const char *name, const char *text, int mode)
 {
@@ -44,6 +46,11 @@ static const char *fake_failing =
     "if [ \"$CNI_COMMAND\" = ADD ]; then echo '{\"code\":11,\"msg\":\"no address left\"}'; exit 1; "
     "fi\n";
 
+/* Hangs on ADD (after logging), answers DEL at once. */
+static const char *fake_hang =
+    "#!/bin/sh\ncat >/dev/null\necho \"$CNI_COMMAND hang\" >> \"$(dirname $0)/log\"\n"
+    "if [ \"$CNI_COMMAND\" = ADD ]; then sleep 30; fi\n";
+
 /* Keeps its stdin as <bin>/<COMMAND>.stdin and passes prevResult on. */
 static const char *fake_recorder =
     "#!/bin/sh\nin=$(cat)\nprintf '%s' \"$in\" > \"$(dirname $0)/$CNI_COMMAND.stdin\"\n"
@@ -52,8 +59,7 @@ static const char *fake_recorder =
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-cni-XXXXXX");
-    assert_non_null(mkdtemp(root));
+    tmp_root_make();
     char d[128];
     snprintf(d, sizeof(d), "%s/bin", root);
     mkdir(d, 0755);
@@ -61,16 +67,9 @@ static int setup(void **state)
     write_file(d, "portmap", fake_portmap, 0755);
     write_file(d, "failing", fake_failing, 0755);
     write_file(d, "recorder", fake_recorder, 0755);
+    write_file(d, "hang", fake_hang, 0755);
     snprintf(d, sizeof(d), "%s/conf", root);
     mkdir(d, 0755);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
     return 0;
 }
 
@@ -167,6 +166,46 @@ static void missing_plugin_is_named(void **state)
     sl_error e;
     assert_int_equal(sl_cni_add(&o, &ip, &res, &e), -1);
     assert_non_null(strstr(e.msg, "CNI plugin nope not found"));
+}
+
+/* A plugin past its deadline is killed (with what it started), the ADD
+ * fails naming it and the timeout key, and the list is undone with DEL. */
+static void hanging_plugin_is_killed(void **state)
+{
+    (void)state;
+    sl_cni_opts o = opts();
+    o.plugin_timeout_ms = 300;
+    write_file(o.conf_dir, "10-test.conflist",
+               "{\"cniVersion\":\"1.0.0\",\"name\":\"testnet\",\"plugins\":["
+               "{\"type\":\"bridge\"},{\"type\":\"hang\"}]}",
+               0644);
+    char *ip = NULL, *res = NULL;
+    sl_error e;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(sl_cni_add(&o, &ip, &res, &e), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    assert_true(ms >= 300 && ms < 10000);
+    assert_string_equal(e.msg, "CNI plugin hang (ADD) did not finish within 300 ms "
+                               "(cni-plugin-timeout-ms): killed");
+    char *log = read_log();
+    assert_string_equal(log, "ADD bridge pod1 /run/x/net eth0\nADD hang\nDEL hang\n"
+                             "DEL bridge pod1 /run/x/net eth0\n");
+    free(log);
+}
+
+static void empty_plugin_list_is_refused(void **state)
+{
+    (void)state;
+    sl_cni_opts o = opts();
+    write_file(o.conf_dir, "10-test.conflist",
+               "{\"cniVersion\":\"1.0.0\",\"name\":\"testnet\",\"plugins\":[]}", 0644);
+    char *ip, *res;
+    sl_error e;
+    assert_int_equal(sl_cni_add(&o, &ip, &res, &e), -1);
+    assert_non_null(strstr(e.msg, "has no plugins"));
+    assert_int_equal(sl_cni_del(&o, NULL, &e), -1);
 }
 
 static const sl_cni_portmap two_ports[] = {
@@ -316,15 +355,19 @@ static void result_ips_of_the_pod_interface(void **state)
 
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN); /* as sluiced: a plugin may not read its input */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, teardown),
-        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, teardown),
-        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, teardown),
+        cmocka_unit_test_setup_teardown(not_ready_without_config, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(chain_add_and_del, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(failure_undoes_earlier_plugins, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(missing_plugin_is_named, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(hanging_plugin_is_killed, setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(empty_plugin_list_is_refused, setup, tmp_root_teardown),
         cmocka_unit_test(capability_args_json),
         cmocka_unit_test(runtime_config_only_where_declared),
-        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup, teardown),
-        cmocka_unit_test_setup_teardown(has_capability, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_runtime_config_on_add_and_del, setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(has_capability, setup, tmp_root_teardown),
         cmocka_unit_test(result_ips_of_the_pod_interface),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,11 @@ static void expect_error(int rc, const sl_error *e, const char *part)
         fail_msg("error \"%s\" lacks \"%s\"", e->msg, part);
 }
 
+static int load_json(sl_config *c, const char *json, sl_error *e)
+{
+    return sl_config_load_json(c, json, strlen(json), "test.json", e);
+}
+
 static void test_defaults(void **state)
 {
     (void)state;
@@ -40,6 +45,8 @@ static void test_defaults(void **state)
     assert_int_equal(c.keepalive_idle_ms, 30000);
     assert_int_equal(c.keepalive_interval_ms, 10000);
     assert_int_equal(c.keepalive_count, 3);
+    assert_int_equal(c.tty_size_wait_ms, 100);
+    assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
     assert_int_equal(c.max_grpc_connections, 4096);
     assert_int_equal(c.grpc_idle_timeout_ms, 300000);
     assert_int_equal(c.max_grpc_stream_backlog, 1024 * 1024);
@@ -50,6 +57,10 @@ static void test_defaults(void **state)
     assert_string_equal(c.cni_bin_dir, "/opt/cni/bin:/usr/lib/cni");
     assert_string_equal(c.runtime_path, "runc");
     assert_null(c.image_dir);
+    assert_int_equal(c.log_level, SL_LOG_INFO);
+    assert_string_equal(c.admin_listen, ""); /* off */
+    assert_string_equal(c.monitor_cgroup, "/sluice/monitors");
+    assert_string_equal(c.default_config + strlen(c.default_config) - 20, "/sluice/sluiced.json");
     assert_int_equal(sl_config_finish(&c, &e), 0);
     assert_string_equal(c.image_dir, "/var/lib/sluice/images");
     assert_string_equal(c.import_dir, "/var/lib/sluice/import");
@@ -82,6 +93,69 @@ static void test_set_values(void **state)
     assert_string_equal(c.stream_base_path, "/cri/");
     assert_int_equal(sl_config_set(&c, "keepalive-idle-ms", "0", &e), 0); /* off */
     assert_int_equal(c.keepalive_idle_ms, 0);
+    assert_int_equal(sl_config_set(&c, "tty-size-wait-ms", "0", &e), 0); /* start at once */
+    assert_int_equal(c.tty_size_wait_ms, 0);
+    assert_int_equal(sl_config_set(&c, "log-level", "debug", &e), 0);
+    assert_int_equal(c.log_level, SL_LOG_DEBUG);
+    assert_int_equal(sl_config_set(&c, "log-level", "warning", &e), 0);
+    assert_int_equal(c.log_level, SL_LOG_WARN);
+    sl_config_fini(&c);
+}
+
+/* admin-listen: a bare port is loopback; an address literal otherwise. */
+static void test_admin_listen(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *addr;
+        uint32_t port;
+    } ok[] = {{"10011", "127.0.0.1", 10011},
+              {"0", "127.0.0.1", 0},
+              {"0.0.0.0:9100", "0.0.0.0", 9100},
+              {"[::1]:9", "::1", 9},
+              {"192.168.1.2:65535", "192.168.1.2", 65535},
+              {"", "", 0}};
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        sl_config c;
+        sl_error e;
+        sl_config_init(&c);
+        assert_int_equal(sl_config_set(&c, "admin-listen", ok[i].in, &e), 0);
+        assert_string_equal(c.admin_listen, ok[i].in);
+        assert_string_equal(c.admin_address, ok[i].addr);
+        assert_int_equal(c.admin_port, ok[i].port);
+        sl_config_fini(&c);
+    }
+    static const char *const bad[] = {"x",       "65536", "1.2.3.4:70000", "::1:9", "[::1]",
+                                      "host:10", ":10",   "1.2.3.4:",      "[]:1",  "1.2.3.4: 1"};
+    sl_config c;
+    sl_error e;
+    sl_config_init(&c);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_error(sl_config_set(&c, "admin-listen", bad[i], &e), &e, "admin-listen");
+    assert_string_equal(c.admin_listen, "");
+    sl_config_fini(&c);
+}
+
+static void test_log_level_and_cgroup_errors(void **state)
+{
+    (void)state;
+    sl_config c;
+    sl_error e;
+    sl_config_init(&c);
+    expect_error(sl_config_set(&c, "log-level", "verbose", &e), &e,
+                 "\"verbose\" is not one of error, warn, info, debug");
+    expect_error(sl_config_set(&c, "log-level", "", &e), &e, "log-level");
+    static const char *const bad[] = {"rel",    "/a/../b", "/a/", "//a",
+                                      "/a/./b", "/a/..",   "/",   "/a b"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_error(sl_config_set(&c, "monitor-cgroup", bad[i], &e), &e, "monitor-cgroup");
+    assert_int_equal(sl_config_set(&c, "monitor-cgroup", "", &e), 0); /* stay */
+    assert_string_equal(c.monitor_cgroup, "");
+    assert_int_equal(sl_config_set(&c, "monitor-cgroup", "/system.slice/mon", &e), 0);
+    assert_string_equal(c.monitor_cgroup, "/system.slice/mon");
+    assert_int_equal(load_json(&c, "{\"log-level\": \"error\"}", &e), 0);
+    assert_int_equal(c.log_level, SL_LOG_ERROR);
+    expect_error(load_json(&c, "{\"log-level\": 1}", &e), &e, "expected a string");
     sl_config_fini(&c);
 }
 
@@ -106,6 +180,9 @@ static void test_set_errors(void **state)
     expect_error(sl_config_set(&c, "keepalive-count", "0", &e), &e, "keepalive-count");
     expect_error(sl_config_set(&c, "keepalive-count", "128", &e), &e, "out of range (1..127)");
     expect_error(sl_config_set(&c, "keepalive-interval-ms", "0", &e), &e, "keepalive-interval-ms");
+    expect_error(sl_config_set(&c, "tty-size-wait-ms", "60001", &e), &e, "out of range (0..60000)");
+    expect_error(sl_config_set(&c, "attach-backlog", "65535", &e), &e, "attach-backlog");
+    expect_error(sl_config_set(&c, "attach-backlog", "1073741825", &e), &e, "out of range");
     expect_error(sl_config_set(&c, "state-dir", "relative/dir", &e), &e, "state-dir");
     expect_error(sl_config_set(&c, "state-dir", "", &e), &e, "must not be empty");
     expect_error(sl_config_set(&c, "runtime-path", "", &e), &e, "runtime-path");
@@ -187,9 +264,106 @@ static char *write_temp(const char *text)
     return path;
 }
 
+/* Parses argv as sluiced does, without the machine's default file. */
 static int parse(sl_config *c, sl_error *e, int argc, const char **argv)
 {
+    c->default_config = "/nonexistent/sluice/sluiced.json";
     return sl_config_parse_args(c, argc, (char **)argv, e);
+}
+
+/* The default file is read when it exists and --config is absent; flags
+ * still win; --config "" reads none; a missing --config file is an error. */
+static void test_default_config_file(void **state)
+{
+    (void)state;
+    char *file = write_temp("{\"stream-port\": 1234, \"log-level\": \"debug\"}");
+    sl_config c;
+    sl_error e;
+    sl_config_init(&c);
+    c.default_config = file;
+    const char *a1[] = {"sluiced", "--stream-port", "99"};
+    assert_int_equal(sl_config_parse_args(&c, 3, (char **)a1, &e), SL_CONFIG_RUN);
+    assert_int_equal(c.stream_port, 99);
+    assert_int_equal(c.log_level, SL_LOG_DEBUG);
+    assert_string_equal(c.config_file, file);
+    sl_config_fini(&c);
+    sl_config_init(&c);
+    c.default_config = file;
+    const char *a2[] = {"sluiced", "--config", ""};
+    assert_int_equal(sl_config_parse_args(&c, 3, (char **)a2, &e), SL_CONFIG_RUN);
+    assert_int_equal(c.stream_port, 10010);
+    assert_null(c.config_file);
+    sl_config_fini(&c);
+    sl_config_init(&c);
+    c.default_config = "/nonexistent/sluiced.json"; /* absent: fine */
+    const char *a3[] = {"sluiced"};
+    assert_int_equal(sl_config_parse_args(&c, 1, (char **)a3, &e), SL_CONFIG_RUN);
+    assert_null(c.config_file);
+    const char *a4[] = {"sluiced", "--config=/nonexistent/sluiced.json"};
+    expect_error(sl_config_parse_args(&c, 2, (char **)a4, &e), &e, "/nonexistent/sluiced.json");
+    sl_config_fini(&c);
+    unlink(file);
+    free(file);
+}
+
+typedef struct change {
+    char key[64], was[64], now[64];
+    bool applied;
+} change;
+
+static void record_change(void *arg, const char *key, const char *was, const char *now,
+                          bool applied)
+{
+    change *ch = arg;
+    while (ch->key[0])
+        ch++;
+    snprintf(ch->key, sizeof(ch->key), "%s", key);
+    snprintf(ch->was, sizeof(ch->was), "%s", was);
+    snprintf(ch->now, sizeof(ch->now), "%s", now);
+    ch->applied = applied;
+}
+
+/* A reload copies the live keys and reports the others unapplied. */
+static void test_reload(void **state)
+{
+    (void)state;
+    sl_config run, fresh;
+    sl_error e;
+    sl_config_init(&run);
+    sl_config_init(&fresh);
+    assert_int_equal(load_json(&fresh,
+                               "{\"log-level\": \"warn\", \"max-grpc-connections\": 7,"
+                               " \"grpc-idle-timeout-ms\": 0, \"stats-cpu-window-ms\": 5,"
+                               " \"state-dir\": \"/elsewhere\", \"stream-port\": 1}",
+                               &e),
+                     0);
+    change ch[16] = {0};
+    assert_int_equal(sl_config_reload(&run, &fresh, record_change, ch), 4);
+    assert_int_equal(run.log_level, SL_LOG_WARN);
+    assert_int_equal(run.max_grpc_connections, 7);
+    assert_int_equal(run.grpc_idle_timeout_ms, 0);
+    assert_int_equal(run.stats_cpu_window_ms, 5);
+    assert_string_equal(run.state_dir, "/var/lib/sluice"); /* needs a restart */
+    assert_int_equal(run.stream_port, 10010);
+    assert_string_equal(ch[0].key, "log-level");
+    assert_string_equal(ch[0].was, "info");
+    assert_string_equal(ch[0].now, "warn");
+    assert_true(ch[0].applied);
+    size_t n = 0, unapplied = 0;
+    for (; ch[n].key[0]; n++)
+        if (!ch[n].applied) {
+            unapplied++;
+            assert_true(!strcmp(ch[n].key, "state-dir") || !strcmp(ch[n].key, "stream-port"));
+        }
+    assert_int_equal(n, 6);
+    assert_int_equal(unapplied, 2);
+    /* the same again: nothing changes, nothing is reported */
+    memset(ch, 0, sizeof(ch));
+    sl_config_init(&run);
+    assert_int_equal(sl_config_reload(&run, &run, record_change, ch), 0);
+    assert_string_equal(ch[0].key, "");
+    sl_config_fini(&run);
+    sl_config_fini(&fresh);
 }
 
 /* Flags override the file wherever they stand. */
@@ -313,10 +487,53 @@ static void test_usage_lists_every_key(void **state)
         "300000",
         "--max-grpc-stream-backlog BYTES",
         "--max-event-subscribers N",
+        "--log-level LEVEL",
+        "(default \"info\"; SIGHUP reloads it)",
+        "--admin-listen [ADDR:]PORT",
+        "--monitor-cgroup PATH",
+        "\"/sluice/monitors\"",
+        "--import FILE",
+        "(default none)",
+        "--config \"\" reads none",
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         if (!strstr(text, want[i]))
             fail_msg("--help lacks \"%s\"", want[i]);
+    /* --import has no default file (it once showed STATE-DIR/import) */
+    const char *imp = strstr(text, "--import FILE");
+    assert_non_null(imp);
+    const char *next = strstr(imp + 1, "\n  --");
+    assert_non_null(next);
+    char entry[512];
+    snprintf(entry, sizeof(entry), "%.*s", (int)(next - imp), imp);
+    assert_non_null(strstr(entry, "(default none)"));
+    assert_null(strstr(entry, "STATE-DIR"));
+    free(text);
+}
+
+/* The man pages' lists: every key, as a flag or a JSON key with its type. */
+static void test_usage_markdown(void **state)
+{
+    (void)state;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    sl_config_usage_markdown(f, false);
+    fclose(f);
+    assert_non_null(strstr(text, "**--listen** *URI*\n:   CRI gRPC endpoint (unix socket). "
+                                 "Default: `unix:///run/sluice/sluice.sock`.\n"));
+    assert_non_null(strstr(text, "**--import** *FILE*\n:   an OCI-layout or docker-archive "
+                                 "tarball to import at start. Default: none.\n"));
+    assert_non_null(strstr(text, "**--admin-listen** *[ADDR:]PORT*"));
+    assert_non_null(strstr(text, "Default: empty.")); /* admin-listen, stream-advertise */
+    assert_non_null(strstr(text, "Default: `info`. A SIGHUP applies a new value."));
+    free(text);
+    f = open_memstream(&text, &len);
+    sl_config_usage_markdown(f, true);
+    fclose(f);
+    assert_non_null(strstr(text, "**stream-port** (integer)\n"));
+    assert_non_null(strstr(text, "**state-dir** (string)\n"));
+    assert_null(strstr(text, "**--"));
     free(text);
 }
 
@@ -326,6 +543,11 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_set_values),
         cmocka_unit_test(test_set_errors),
+        cmocka_unit_test(test_admin_listen),
+        cmocka_unit_test(test_log_level_and_cgroup_errors),
+        cmocka_unit_test(test_default_config_file),
+        cmocka_unit_test(test_reload),
+        cmocka_unit_test(test_usage_markdown),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_json_errors),
         cmocka_unit_test(test_args_precedence),

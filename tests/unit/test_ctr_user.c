@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "tmp_root.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +30,6 @@ static const char *group = "root:x:0:\n"
                            "audio:x:63:app\n"
                            "web:x:1001:web\n";
 
-static char root[64];
-
 static void put(const char *rootfs, const char *rel, const char *text)
 {
     SL_AUTOFREE char *path = sl_path_join(rootfs, rel);
@@ -40,20 +40,11 @@ static void put(const char *rootfs, const char *rel, const char *text)
 static int setup(void **state)
 {
     (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-user-XXXXXX");
-    assert_non_null(mkdtemp(root));
+    tmp_root_make();
     SL_AUTOFREE char *etc = sl_path_join(root, "etc");
     assert_int_equal(mkdir(etc, 0755), 0);
     put(root, "etc/passwd", passwd);
     put(root, "etc/group", group);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
     return 0;
 }
 
@@ -200,5 +191,5 @@ int main(void)
         cmocka_unit_test(bad_values),
         cmocka_unit_test(links_stay_inside_and_fifos_are_skipped),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, tmp_root_teardown);
 }

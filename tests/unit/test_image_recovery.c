@@ -119,10 +119,15 @@ static void test_import_dir(void **state)
     assert_int_equal(sl_image_store_import_dir(f->s, dir, &imported, &skipped, &e), 0);
     assert_int_equal(imported, 0);
     assert_int_equal(skipped, 2);
-    /* a removed image comes back; the unchanged other file is skipped */
+    /* a removed image stays removed across a restart (rmi sticks); a pull
+     * of its tag brings it back, the unchanged other file is skipped */
     assert_int_equal(sl_image_store_remove(f->s, "d:2", &e), 0);
     reopen(f); /* the source records survive a restart */
     assert_int_equal(sl_image_store_import_dir(f->s, dir, &imported, &skipped, &e), 0);
+    assert_int_equal(imported, 0);
+    assert_int_equal(skipped, 2);
+    assert_absent(f, "docker.io/library/d:2");
+    assert_int_equal(sl_image_store_import_dir_for(f->s, dir, "d:2", &imported, &skipped, &e), 0);
     assert_int_equal(imported, 1);
     assert_int_equal(skipped, 1);
     find_ok(f, "docker.io/library/d:2");

@@ -1,7 +1,9 @@
 /* Attach fan-out: a client that never reads is ended at the backlog bound
  * while a fast client and the log get every byte; EOF after draining;
  * a client that closed its end; late sessions after the source ended; a
- * session finished (its client detached) gets what was queued, then EOF. */
+ * session finished (its client detached) gets what was queued, then EOF;
+ * a session's own backlog; what a client read meanwhile makes room at the
+ * next feed, without waiting for the loop's writable callback. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -143,7 +145,7 @@ static void test_slow_client_ended_fast_and_log_complete(void **state)
     assert_int_equal(ev.ended, 1);
     assert_string_equal(ev.ended_session, "slow");
     char want[SL_MON_WHY_MAX];
-    snprintf(want, sizeof(want), "attach client fell more than %u bytes behind",
+    snprintf(want, sizeof(want), "attach client fell more than %u bytes behind (attach-backlog)",
              SL_MON_ATTACH_BACKLOG);
     assert_string_equal(ev.why, want);
     assert_true(ended_at > SL_MON_ATTACH_BACKLOG);
@@ -277,6 +279,69 @@ static void test_backlog_counts_both_streams(void **state)
     close(p1[0]);
 }
 
+static void test_per_session_backlog(void **state)
+{
+    (void)state;
+    events ev = {0};
+    sl_mon_fanout f;
+    sl_mon_fanout_init(&f, 1 << 20, &ops, &ev);
+    int rd_small, rd_big;
+    sl_mon_attach *small = session("small", 0, &rd_small);
+    sl_mon_attach *big = session("big", 0, &rd_big);
+    small->backlog_max = 100000;
+    assert_true(sl_mon_fanout_add(&f, small));
+    assert_true(sl_mon_fanout_add(&f, big));
+    static char blob[10000];
+    memset(blob, 'z', sizeof(blob));
+    size_t fed = 0;
+    while (!ev.ended && fed < (4u << 20)) {
+        sl_mon_fanout_feed(&f, 0, blob, sizeof(blob));
+        fed += sizeof(blob);
+    }
+    assert_int_equal(ev.ended, 1);
+    assert_string_equal(ev.ended_session, "small");
+    assert_string_equal(ev.why,
+                        "attach client fell more than 100000 bytes behind (attach-backlog)");
+    assert_true(fed < (1u << 20)); /* long before the fan-out's own bound */
+    assert_ptr_equal(sl_mon_fanout_find(&f, "big"), big);
+    sl_mon_fanout_fini(&f, "done");
+    close(rd_small);
+    close(rd_big);
+}
+
+static void test_feed_drains_what_the_client_took(void **state)
+{
+    (void)state;
+    events ev = {0};
+    sl_mon_fanout f;
+    sl_mon_fanout_init(&f, 0, &ops, &ev);
+    int rd;
+    sl_mon_attach *a = session("reader", 0, &rd);
+    assert_true(sl_mon_fanout_add(&f, a));
+    const size_t total = 8u << 20, chunk = 65536;
+    char *sent = malloc(total), *got = malloc(total);
+    size_t got_len = 0, max_queued = 0;
+    for (size_t off = 0; off < total; off += chunk) {
+        fill(sent + off, off, chunk);
+        sl_mon_fanout_feed(&f, 0, sent + off, chunk);
+        size_t q = sl_bufq_len(&a->q[0]);
+        max_queued = q > max_queued ? q : max_queued;
+        drain(rd, got, &got_len, total); /* the client keeps up; no writable callback */
+    }
+    /* twice the backlog went through a client that reads between feeds:
+     * never more than one feed queued, never ended */
+    assert_int_equal(ev.ended, 0);
+    assert_true(max_queued <= chunk);
+    sl_mon_fanout_writable(&f, a, 0);
+    drain(rd, got, &got_len, total);
+    assert_int_equal(got_len, total);
+    assert_memory_equal(got, sent, total);
+    sl_mon_fanout_fini(&f, "done");
+    free(sent);
+    free(got);
+    close(rd);
+}
+
 static void test_late_session(void **state)
 {
     (void)state;
@@ -368,6 +433,8 @@ int main(void)
         cmocka_unit_test(test_queue_then_eof),
         cmocka_unit_test(test_client_closed_its_end),
         cmocka_unit_test(test_backlog_counts_both_streams),
+        cmocka_unit_test(test_per_session_backlog),
+        cmocka_unit_test(test_feed_drains_what_the_client_took),
         cmocka_unit_test(test_late_session),
         cmocka_unit_test(test_finish_drains_then_eof),
     };

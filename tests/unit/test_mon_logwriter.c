@@ -1,13 +1,18 @@
 /* CRI log writer: RFC3339Nano timestamps, P/F records at every split of
- * the input, long lines, "\r\n", partial last lines, reopen after rotation. */
+ * the input, long lines, "\r\n", partial last lines, reopen after rotation;
+ * a file that stops growing midway (a full disk; RLIMIT_FSIZE here) keeps
+ * only whole records, the rest is counted, and writing resumes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -244,6 +249,82 @@ static void test_no_log_and_full_disk(void **state)
     assert_int_equal(sl_mon_log_open(&l, "/dev/full", 0, &e), 0);
     sl_mon_log_write(&l, 0, "lost\n", 5, TS);
     assert_int_equal(l.dropped, strlen(R("F", "lost")));
+    assert_int_equal(l.dropped_records, 1);
+    assert_int_equal(l.err, ENOSPC);
+    sl_mon_log_close(&l);
+}
+
+/* Lets the calling process's files grow to `limit` bytes (RLIM_INFINITY:
+ * back to `old`); writes beyond it are cut short, then fail (EFBIG). */
+static void file_limit(rlim_t limit, const struct rlimit *old)
+{
+    struct rlimit r = *old;
+    if (limit != RLIM_INFINITY)
+        r.rlim_cur = limit;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &r), 0);
+}
+
+static void test_short_write_cut_back(void **state)
+{
+    (void)state;
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    sl_mon_log l;
+    sl_error e;
+    assert_int_equal(sl_mon_log_open(&l, path_of("short.log"), 0, &e), 0);
+    sl_mon_log_write(&l, 0, "first\n", 6, TS);
+    const size_t first = strlen(R("F", "first"));
+    file_limit(first + 10, &old); /* the next record gets 10 bytes in */
+    sl_mon_log_write(&l, 0, "second line\nthird\n", 18, TS);
+    file_limit(RLIM_INFINITY, &old);
+    char *got = slurp(path_of("short.log"), NULL);
+    assert_string_equal(got, R("F", "first")); /* cut back: no half record */
+    free(got);
+    assert_int_equal(l.err, EFBIG);
+    assert_false(l.torn);
+    assert_int_equal(l.dropped_records, 2);
+    assert_int_equal(l.dropped, strlen(R("F", "second line") R("F", "third")));
+    sl_mon_log_write(&l, 0, "fourth\n", 7, TS); /* room again: logging resumes */
+    assert_int_equal(l.err, 0);
+    got = slurp(path_of("short.log"), NULL);
+    assert_string_equal(got, R("F", "first") R("F", "fourth"));
+    free(got);
+    sl_mon_log_close(&l);
+}
+
+/* The same across many queue chunks and iovecs: the file ends on a record
+ * boundary, and kept + dropped records are all of them. */
+static void test_short_write_across_chunks(void **state)
+{
+    (void)state;
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    const size_t lines = 20000, limit = 333333;
+    char *text = malloc(lines * 8 + 1); /* snprintf's last NUL */
+    for (size_t i = 0; i < lines; i++)
+        snprintf(text + i * 8, 9, "l%06zu\n", i);
+    sl_mon_log l;
+    sl_error e;
+    assert_int_equal(sl_mon_log_open(&l, path_of("chunks.log"), 0, &e), 0);
+    file_limit(limit, &old);
+    sl_mon_log_write(&l, 0, text, lines * 8, TS);
+    file_limit(RLIM_INFINITY, &old);
+    size_t len;
+    char *got = slurp(path_of("chunks.log"), &len);
+    const size_t rec = strlen(R("F", "l000000"));
+    assert_true(len <= limit && len > limit - rec);
+    assert_int_equal(len % rec, 0);
+    for (size_t i = 0; i < len / rec; i++) {
+        char want[64];
+        snprintf(want, sizeof(want), "2016-10-06T00:17:09.669794202Z stdout F l%06zu\n", i);
+        assert_memory_equal(got + i * rec, want, rec);
+    }
+    assert_int_equal(len / rec + l.dropped_records, lines);
+    assert_int_equal(len + l.dropped, lines * rec);
+    free(got);
+    free(text);
     sl_mon_log_close(&l);
 }
 
@@ -258,6 +339,8 @@ int main(void)
         cmocka_unit_test(test_reopen_after_rotation),
         cmocka_unit_test(test_reopen_failure_keeps_file),
         cmocka_unit_test(test_no_log_and_full_disk),
+        cmocka_unit_test(test_short_write_cut_back),
+        cmocka_unit_test(test_short_write_across_chunks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -56,8 +56,9 @@ static void fields(void **state)
     assert_string_equal(json_string_value(json_array_get(json_object_get(p, "args"), 2)),
                         "echo hi");
     json_t *envs = json_object_get(p, "env");
-    assert_int_equal(json_array_size(envs), 3); /* PATH added */
+    assert_int_equal(json_array_size(envs), 4); /* PATH added, TERM for the terminal */
     assert_string_equal(json_string_value(json_array_get(envs, 1)), "B=two words");
+    assert_string_equal(json_string_value(json_array_get(envs, 3)), "TERM=xterm");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")), 5);
     assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/work");
     assert_string_equal(json_string_value(json_object_get(j, "hostname")), "pod");
@@ -72,6 +73,25 @@ static void fields(void **state)
                         "rslave");
     assert_string_equal(json_string_value(json_array_get(json_object_get(last, "options"), 2)),
                         "ro");
+    json_decref(j);
+}
+
+/* A terminal gets TERM=xterm as containerd gives it, unless the config
+ * sets one; no terminal, no TERM. */
+static void term_for_terminals(void **state)
+{
+    (void)state;
+    const char *own[] = {"TERM=vt100"};
+    sl_oci_input in = {.rootfs = "/r", .args = args, .nargs = 1, .env = own, .nenv = 1, .tty = 1};
+    json_t *j = build(&in);
+    json_t *envs = json_object_get(json_object_get(j, "process"), "env");
+    assert_int_equal(json_array_size(envs), 2);
+    assert_string_equal(json_string_value(json_array_get(envs, 0)), "TERM=vt100");
+    json_decref(j);
+    in.nenv = 0, in.tty = false;
+    j = build(&in);
+    envs = json_object_get(json_object_get(j, "process"), "env");
+    assert_int_equal(json_array_size(envs), 1); /* PATH only */
     json_decref(j);
 }
 
@@ -298,6 +318,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fields),
+        cmocka_unit_test(term_for_terminals),
         cmocka_unit_test(host_namespaces_are_not_joined),
         cmocka_unit_test(container_mounts_replace_standard_ones),
         cmocka_unit_test(refuses_empty_command),

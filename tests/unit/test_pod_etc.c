@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "tmp_root.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,24 +16,6 @@
 #include "fsutil.h"
 #include "grpc/grpc_status.h"
 #include "pod/etc_files.h"
-
-static char root[64];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-etc-XXXXXX");
-    assert_non_null(mkdtemp(root));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
-    return 0;
-}
 
 static char *slurp(const char *dir, const char *name)
 {
@@ -309,9 +293,12 @@ int main(void)
         cmocka_unit_test(dns_checks),
         cmocka_unit_test(resolv_conf_text),
         cmocka_unit_test(hosts_text),
-        cmocka_unit_test_setup_teardown(files_of_a_pod_network_pod, setup, teardown),
-        cmocka_unit_test_setup_teardown(files_of_a_host_network_pod, setup, teardown),
-        cmocka_unit_test_setup_teardown(mounts_skip_what_the_config_mounts, setup, teardown),
+        cmocka_unit_test_setup_teardown(files_of_a_pod_network_pod, tmp_root_setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(files_of_a_host_network_pod, tmp_root_setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(mounts_skip_what_the_config_mounts, tmp_root_setup,
+                                        tmp_root_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "tmp_root.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +56,6 @@ static const char *v2_cpu_stat = "usage_usec 1234567\n"
                                  "system_usec 234567\n"
                                  "nr_periods 0\n";
 
-static char root[64];
-
 static void put(const char *dir, const char *file, const char *text)
 {
     char *d = sl_path_join(root, dir);
@@ -65,22 +65,6 @@ static void put(const char *dir, const char *file, const char *text)
     assert_int_equal(sl_write_file_atomic(p, text, strlen(text), 0644, &e), 0);
     free(p);
     free(d);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-cg-XXXXXX");
-    assert_non_null(mkdtemp(root));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
-    return 0;
 }
 
 static void test_parse_value(void **state)
@@ -377,11 +361,13 @@ int main(void)
         cmocka_unit_test(test_keyed_v2),
         cmocka_unit_test(test_working_set_and_available),
         cmocka_unit_test(test_count_lines),
-        cmocka_unit_test_setup_teardown(test_detect, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_v1, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_v1_unlimited_no_swap, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_v2, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_read_missing_and_bad, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_detect, tmp_root_setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_read_v1, tmp_root_setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_read_v1_unlimited_no_swap, tmp_root_setup,
+                                        tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_read_v2, tmp_root_setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_read_missing_and_bad, tmp_root_setup,
+                                        tmp_root_teardown),
         cmocka_unit_test(test_read_real_v2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

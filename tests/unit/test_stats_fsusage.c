@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "tmp_root.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +16,6 @@
 
 #include "fsutil.h"
 #include "stats/fsusage.h"
-
-static char root[64];
 
 static void put(const char *name, size_t bytes)
 {
@@ -37,22 +37,6 @@ static uint64_t du(const char *opt)
     assert_int_equal(fscanf(f, "%llu", &v), 1);
     pclose(f);
     return v;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(root, sizeof(root), "/tmp/sl-du-XXXXXX");
-    assert_non_null(mkdtemp(root));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sl_error e;
-    sl_rm_rf(root, &e);
-    return 0;
 }
 
 static void test_tree_like_du(void **state)
@@ -111,9 +95,9 @@ static void test_many_links(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_tree_like_du, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_many_links, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tree_like_du, tmp_root_setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_missing, tmp_root_setup, tmp_root_teardown),
+        cmocka_unit_test_setup_teardown(test_many_links, tmp_root_setup, tmp_root_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

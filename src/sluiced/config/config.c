@@ -1,6 +1,7 @@
 /* sluiced configuration: key table, JSON file, command line. */
 #include "config/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -9,10 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include "cri/mon_spawn.h"
 #include "fsutil.h"
 #include "mon_proto.h"
 #include "mon_session.h"
+#include "pod/cni.h"
 #include "server/url.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
@@ -25,6 +29,9 @@ typedef enum ktype {
     K_LISTEN,  /* unix:///abs/path */
     K_U32,
     K_U64,
+    K_LEVEL,    /* error|warn|info|debug, kept as SL_LOG_* in an int */
+    K_HOSTPORT, /* "" | PORT | ADDR:PORT | [V6]:PORT (admin-listen) */
+    K_CGROUP,   /* "" | an absolute cgroup path without . or .. parts */
 } ktype;
 
 typedef struct key {
@@ -42,6 +49,9 @@ typedef struct key {
 
 static const key keys[] = {
     {"listen", K_LISTEN, F(listen), 0, 0, "URI", "CRI gRPC endpoint (unix socket)"},
+    {"log-level", K_LEVEL, F(log_level), 0, 0, "LEVEL", "error, warn, info or debug"},
+    {"admin-listen", K_HOSTPORT, F(admin_listen), 0, 0, "[ADDR:]PORT",
+     "HTTP /healthz, /readyz, /metrics; a bare port listens on 127.0.0.1; empty = off"},
     {"stream-address", K_TEXT, F(stream_address), 0, 0, "ADDR",
      "streaming server listen address (IPv4/IPv6 literal)"},
     {"stream-port", K_U32, F(stream_port), 0, 65535, "N", "streaming server port, 0 = any"},
@@ -63,6 +73,11 @@ static const key keys[] = {
      "between unanswered keepalive probes"},
     {"keepalive-count", K_U32, F(keepalive_count), 1, 127, "N",
      "unanswered keepalive probes that end a streaming connection"},
+    {"tty-size-wait-ms", K_U32, F(tty_size_wait_ms), 0, 60000, "MS",
+     "a tty exec/attach waits this long for the client's terminal size, 0 = not"},
+    {"attach-backlog", K_U32, F(attach_backlog), SL_MON_ATTACH_BACKLOG_MIN,
+     SL_MON_ATTACH_BACKLOG_MAX, "BYTES",
+     "output an attach client may fall behind before it is cut (never slows the container)"},
     {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
      "streaming request line at most"},
     {"max-headers", K_U32, F(max_headers), 1, U32MAX, "N", "streaming request header fields"},
@@ -98,6 +113,12 @@ static const key keys[] = {
     {"cni-bin-dir", K_ABSPATH, F(cni_bin_dir), 0, 0, "DIR[:DIR]",
      "CNI plugin binaries, searched in order"},
     {"runtime-path", K_TEXT, F(runtime_path), 0, 0, "PATH", "OCI runtime binary (runc)"},
+    {"cni-plugin-timeout-ms", K_U32, F(cni_plugin_timeout_ms), 1, U32MAX, "MS",
+     "a CNI plugin (ADD or DEL) running longer is killed, and the call fails naming it"},
+    {"monitor-start-timeout-ms", K_U32, F(monitor_start_timeout_ms), 1, U32MAX, "MS",
+     "a pod monitor not listening after this is killed (RunPodSandbox fails)"},
+    {"monitor-cgroup", K_CGROUP, F(monitor_cgroup), 0, 0, "PATH",
+     "cgroup the pod monitors move into (every hierarchy); empty = sluiced's own"},
     {"stats-fs-refresh-ms", K_U32, F(stats_fs_refresh_ms), 0, U32MAX, "MS",
      "a container's writable layer is walked for its usage again after this"},
     {"stats-cpu-window-ms", K_U32, F(stats_cpu_window_ms), 1, U32MAX, "MS",
@@ -105,9 +126,28 @@ static const key keys[] = {
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
+/* The keys a SIGHUP applies to the running daemon (sl_config_reload): the
+ * log level and limits read afresh at each use, so a new value is safe at
+ * any time. The others (sockets, directories, programs, the streaming
+ * server's limits, which libsluice copied at start) need a restart. */
+static const char *const live_keys[] = {
+    "log-level",
+    "max-recv-message",
+    "max-grpc-connections",
+    "grpc-idle-timeout-ms",
+    "max-grpc-stream-backlog",
+    "max-event-subscribers",
+    "stats-fs-refresh-ms",
+    "stats-cpu-window-ms",
+};
+
 void sl_config_init(sl_config *c)
 {
     memset(c, 0, sizeof(*c));
+    c->default_config = SLUICED_DEFAULT_CONFIG;
+    c->log_level = SL_LOG_INFO;
+    c->admin_listen = "";
+    c->monitor_cgroup = SLUICED_DEFAULT_MONITOR_CGROUP;
     c->listen = SLUICED_DEFAULT_LISTEN;
     c->socket_path = &SLUICED_DEFAULT_LISTEN[sizeof("unix://") - 1];
     c->stream_address = SL_DEFAULT_ADDRESS;
@@ -128,6 +168,8 @@ void sl_config_init(sl_config *c)
     c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
     c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
+    c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
+    c->attach_backlog = SL_MON_ATTACH_BACKLOG;
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;
@@ -139,6 +181,8 @@ void sl_config_init(sl_config *c)
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;
     c->cni_bin_dir = SLUICED_DEFAULT_CNI_BIN_DIR;
     c->runtime_path = SLUICED_DEFAULT_RUNTIME_PATH;
+    c->cni_plugin_timeout_ms = SL_CNI_DEFAULT_PLUGIN_TIMEOUT_MS;
+    c->monitor_start_timeout_ms = SL_MON_DEFAULT_START_TIMEOUT_MS;
     c->stats_fs_refresh_ms = SLUICED_DEFAULT_STATS_FS_REFRESH_MS;
     c->stats_cpu_window_ms = SLUICED_DEFAULT_STATS_CPU_WINDOW_MS;
 }
@@ -243,13 +287,100 @@ static int check_text(const key *k, const char *value, const char *origin, sl_er
     return 0;
 }
 
+static int set_level(sl_config *c, const key *k, const char *value, const char *origin, sl_error *e)
+{
+    int level = sl_log_level_parse(value);
+    if (level < 0)
+        return sl_error_set(e, 0, "%s: \"%s\" is not one of error, warn, info, debug", origin,
+                            value);
+    *(int *)((char *)c + k->off) = level;
+    return 0;
+}
+
+/* A port: decimal 0..65535. */
+static int parse_port(const char *s, uint32_t *port)
+{
+    uint64_t v;
+    if (parse_u64(s, &v) < 0 || v > 65535)
+        return -1;
+    *port = (uint32_t)v;
+    return 0;
+}
+
+/* "PORT" (127.0.0.1), "ADDR:PORT" (IPv4), "[ADDR]:PORT" (IPv6) into
+ * host and port; 0 or -1. */
+static int split_hostport(const char *v, char *host, size_t cap, uint32_t *port)
+{
+    const char *colon = strrchr(v, ':');
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (!colon) {
+        snprintf(host, cap, "127.0.0.1");
+        return parse_port(v, port);
+    }
+    size_t n = (size_t)(colon - v);
+    bool v6 = n >= 2 && v[0] == '[' && v[n - 1] == ']';
+    if (v6)
+        v++, n -= 2;
+    if (n == 0 || n >= cap)
+        return -1;
+    memcpy(host, v, n);
+    host[n] = '\0';
+    if (inet_pton(v6 ? AF_INET6 : AF_INET, host, addr) != 1)
+        return -1;
+    return parse_port(colon + 1, port);
+}
+
+static int set_hostport(sl_config *c, const char *value, const char *origin, sl_error *e)
+{
+    char host[SLUICED_ADMIN_HOST_MAX];
+    uint32_t port = 0;
+    if (*value && split_hostport(value, host, sizeof(host), &port) < 0)
+        return sl_error_set(e, 0,
+                            "%s: \"%s\" is not PORT, IPV4:PORT or [IPV6]:PORT (an address "
+                            "literal, a port 0..65535)",
+                            origin, value);
+    char *v = own(c, strdup(value));
+    if (!v)
+        return sl_error_set(e, ENOMEM, "%s", origin);
+    c->admin_listen = v;
+    snprintf(c->admin_address, sizeof(c->admin_address), "%s", *value ? host : "");
+    c->admin_port = port;
+    return 0;
+}
+
+/* "" or "/a/b": absolute, no empty, "." or ".." part, printable ASCII. */
+static bool valid_cgroup(const char *v)
+{
+    size_t n = strlen(v);
+    if (n == 0)
+        return true;
+    if (v[0] != '/' || n > SL_CONFIG_CGROUP_MAX || v[n - 1] == '/' || strstr(v, "//") ||
+        strstr(v, "/./") || strstr(v, "/../"))
+        return false;
+    if ((n >= 2 && !strcmp(v + n - 2, "/.")) || (n >= 3 && !strcmp(v + n - 3, "/..")))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] >= 0x7f)
+            return false;
+    return n > 1;
+}
+
 static int set_key(sl_config *c, const key *k, const char *value, const char *origin, sl_error *e)
 {
     if (k->type == K_U32 || k->type == K_U64)
         return set_number(c, k, value, origin, e);
     if (k->type == K_LISTEN)
         return set_listen(c, value, origin, e);
-    if (check_text(k, value, origin, e) < 0)
+    if (k->type == K_LEVEL)
+        return set_level(c, k, value, origin, e);
+    if (k->type == K_HOSTPORT)
+        return set_hostport(c, value, origin, e);
+    if (k->type == K_CGROUP && !valid_cgroup(value))
+        return sl_error_set(e, 0,
+                            "%s: \"%s\" is not an absolute cgroup path (no empty, \".\" or "
+                            "\"..\" part, at most %d bytes), nor empty",
+                            origin, value, SL_CONFIG_CGROUP_MAX);
+    if (k->type != K_CGROUP && check_text(k, value, origin, e) < 0)
         return -1;
     char *v = own(c, strdup(value));
     if (!v)
@@ -353,8 +484,9 @@ static int scan_special(int argc, char **argv)
     return SL_CONFIG_RUN;
 }
 
-/* Pass 0 loads --config; pass 1 applies every other flag. */
-static int apply_flags(sl_config *c, int argc, char **argv, int pass, sl_error *e)
+/* Pass 0 finds the last --config; pass 1 applies every other flag. */
+static int apply_flags(sl_config *c, int argc, char **argv, int pass, const char **file,
+                       sl_error *e)
 {
     char name[64], where[80];
     const char *value = NULL;
@@ -363,12 +495,7 @@ static int apply_flags(sl_config *c, int argc, char **argv, int pass, sl_error *
             return -1;
         bool is_config = strcmp(name, "config") == 0;
         if (pass == 0 && is_config) {
-            char *v = own(c, strdup(value));
-            if (!v)
-                return sl_error_set(e, ENOMEM, "--config");
-            c->config_file = v;
-            if (sl_config_load_file(c, v, e) < 0)
-                return -1;
+            *file = value;
         } else if (pass == 1 && !is_config) {
             const key *k = find_key(name);
             if (!k)
@@ -381,12 +508,30 @@ static int apply_flags(sl_config *c, int argc, char **argv, int pass, sl_error *
     return 0;
 }
 
+/* --config FILE (must exist), --config "" (none), else the default file
+ * when it exists. */
+static int load_config_file(sl_config *c, const char *flag, sl_error *e)
+{
+    const char *path = flag ? flag : c->default_config;
+    if (!path || !*path)
+        return 0;
+    char *v = own(c, strdup(path));
+    if (!v)
+        return sl_error_set(e, ENOMEM, "config file");
+    if (!flag && access(v, F_OK) < 0 && errno == ENOENT)
+        return 0;
+    c->config_file = v;
+    return sl_config_load_file(c, v, e);
+}
+
 int sl_config_parse_args(sl_config *c, int argc, char **argv, sl_error *e)
 {
     int special = scan_special(argc, argv);
     if (special != SL_CONFIG_RUN)
         return special;
-    if (apply_flags(c, argc, argv, 0, e) < 0 || apply_flags(c, argc, argv, 1, e) < 0)
+    const char *file = NULL;
+    if (apply_flags(c, argc, argv, 0, &file, e) < 0 || load_config_file(c, file, e) < 0 ||
+        apply_flags(c, argc, argv, 1, NULL, e) < 0)
         return -1;
     return sl_config_finish(c, e) < 0 ? -1 : SL_CONFIG_RUN;
 }
@@ -429,19 +574,57 @@ int sl_config_finish(sl_config *c, sl_error *e)
     return 0;
 }
 
+static bool is_live(const key *k)
+{
+    for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
+        if (!strcmp(live_keys[i], k->name))
+            return true;
+    return false;
+}
+
+/* The key's value in c as text (as a flag takes it); "" for an unset
+ * derived path or file. */
+static void value_text(const sl_config *c, const key *k, char *buf, size_t cap)
+{
+    const void *p = (const char *)c + k->off;
+    if (k->type == K_U32) {
+        snprintf(buf, cap, "%" PRIu32, *(const uint32_t *)p);
+    } else if (k->type == K_U64) {
+        snprintf(buf, cap, "%" PRIu64, *(const uint64_t *)p);
+    } else if (k->type == K_LEVEL) {
+        snprintf(buf, cap, "%s", sl_log_level_name(*(const int *)p));
+    } else { /* a text field: only these hold a pointer */
+        const char *str = *(const char *const *)p;
+        snprintf(buf, cap, "%s", str ? str : "");
+    }
+}
+
+/* The default as --help and the man pages show it. */
+static void default_text(const sl_config *d, const key *k, char *buf, size_t cap)
+{
+    if (k->off == F(image_dir))
+        snprintf(buf, cap, "STATE-DIR/%s", SLUICED_IMAGE_SUBDIR);
+    else if (k->off == F(import_dir))
+        snprintf(buf, cap, "STATE-DIR/%s", SLUICED_IMPORT_SUBDIR);
+    else
+        value_text(d, k, buf, cap);
+}
+
+static bool is_text(const key *k)
+{
+    return k->type != K_U32 && k->type != K_U64;
+}
+
 static void print_default(FILE *f, const sl_config *d, const key *k)
 {
-    const void *p = (const char *)d + k->off;
-    if (k->type == K_U32)
-        fprintf(f, "%" PRIu32, *(const uint32_t *)p);
-    else if (k->type == K_U64)
-        fprintf(f, "%" PRIu64, *(const uint64_t *)p);
-    else if (*(const char *const *)p)
-        fprintf(f, "\"%s\"", *(const char *const *)p);
-    else if (k->off == F(image_dir))
-        fprintf(f, "STATE-DIR/%s", SLUICED_IMAGE_SUBDIR);
+    char v[SL_CONFIG_TEXT_MAX];
+    default_text(d, k, v, sizeof(v));
+    if (k->off == F(import_file))
+        fprintf(f, "none");
+    else if (is_text(k) && k->off != F(image_dir) && k->off != F(import_dir))
+        fprintf(f, "\"%s\"", v);
     else
-        fprintf(f, "STATE-DIR/%s", SLUICED_IMPORT_SUBDIR);
+        fprintf(f, "%s", v);
 }
 
 void sl_config_usage(FILE *f, const char *prog)
@@ -453,15 +636,75 @@ void sl_config_usage(FILE *f, const char *prog)
             "sluice CRI runtime daemon: CRI gRPC on a unix socket, plus the streaming\n"
             "server for Exec/Attach/PortForward.\n\n"
             "  --config FILE  JSON object with the keys below (numbers as integers);\n"
-            "                 flags override it\n"
+            "                 flags override it (default: %s when it exists;\n"
+            "                 --config \"\" reads none)\n"
             "  --help, --version\n\n",
-            prog);
+            prog, d.default_config);
     for (size_t i = 0; i < NKEYS; i++) {
         char flag[64];
         snprintf(flag, sizeof(flag), "--%s %s", keys[i].name, keys[i].arg);
         fprintf(f, "  %-32s %s\n  %-32s (default ", flag, keys[i].help, "");
         print_default(f, &d, &keys[i]);
-        fprintf(f, ")\n");
+        fprintf(f, is_live(&keys[i]) ? "; SIGHUP reloads it)\n" : ")\n");
     }
     sl_config_fini(&d);
+}
+
+/* Help text as Markdown: '_', '*' and '`' would start emphasis or code. */
+static void markdown_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '_' || *s == '*' || *s == '`' || *s == '\\')
+            fputc('\\', f);
+        fputc(*s, f);
+    }
+}
+
+void sl_config_usage_markdown(FILE *f, bool json)
+{
+    sl_config d;
+    sl_config_init(&d);
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key *k = &keys[i];
+        char v[SL_CONFIG_TEXT_MAX];
+        default_text(&d, k, v, sizeof(v));
+        if (json)
+            fprintf(f, "**%s** (%s)\n", k->name, is_text(k) ? "string" : "integer");
+        else
+            fprintf(f, "**--%s** *%s*\n", k->name, k->arg);
+        fprintf(f, ":   ");
+        markdown_text(f, k->help);
+        fprintf(f, ". Default: ");
+        if (k->off == F(import_file))
+            fprintf(f, "none");
+        else
+            fprintf(f, *v ? "`%s`" : "empty", v);
+        fprintf(f, is_live(k) ? ". A SIGHUP applies a new value.\n\n" : ".\n\n");
+    }
+    sl_config_fini(&d);
+}
+
+size_t sl_config_reload(sl_config *running, const sl_config *fresh, sl_config_change_fn fn,
+                        void *arg)
+{
+    size_t applied = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const key *k = &keys[i];
+        char was[SL_CONFIG_TEXT_MAX], now[SL_CONFIG_TEXT_MAX];
+        value_text(running, k, was, sizeof(was));
+        value_text(fresh, k, now, sizeof(now));
+        if (!strcmp(was, now))
+            continue;
+        bool live = is_live(k);
+        if (live) { /* every live key is a number or the level: copied by value */
+            size_t size = k->type == K_U64 ? sizeof(uint64_t) : sizeof(uint32_t);
+            if (k->type == K_LEVEL)
+                size = sizeof(int);
+            memcpy((char *)running + k->off, (const char *)fresh + k->off, size);
+            applied++;
+        }
+        if (fn)
+            fn(arg, k->name, was, now, live);
+    }
+    return applied;
 }

@@ -1,14 +1,22 @@
 /* sluiced's configuration: one table of keys shared by the JSON config file
- * (--config FILE) and the command line (--KEY VALUE or --KEY=VALUE).
- * Precedence: defaults < file < flags. Unknown keys and bad values are
- * errors that name the key. Every default is in docs/configuration.md. */
+ * and the command line (--KEY VALUE or --KEY=VALUE). The file is
+ * --config FILE, else SLUICED_DEFAULT_CONFIG when it exists (--config ""
+ * reads none). Precedence: defaults < file < flags. Unknown keys and bad
+ * values are errors that name the key. Every default is in
+ * docs/configuration.md. */
 #ifndef SL_CONFIG_H
 #define SL_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "sl_log.h"
 #include "sys_error.h"
+
+/* SLUICED_DEFAULT_CONFIG: the config file read when --config is not given,
+ * SYSCONFDIR/sluice/sluiced.json (/etc/sluice/sluiced.json), from meson. */
+#include "config/sluiced_paths.h"
 
 #define SLUICED_DEFAULT_LISTEN "unix:///run/sluice/sluice.sock"
 #define SLUICED_DEFAULT_STATE_DIR "/var/lib/sluice"
@@ -27,13 +35,30 @@
 #define SLUICED_SOCKET_MODE 0660
 /* GetContainerEvents streams open at once; more are RESOURCE_EXHAUSTED. */
 #define SLUICED_DEFAULT_MAX_EVENT_SUBSCRIBERS 32u
+/* The cgroup the pod monitors move into, in every hierarchy, so that they
+ * (and their containers' runc processes) are not in sluiced's cgroup: a
+ * service manager stopping sluiced's cgroup leaves the pods alone. */
+#define SLUICED_DEFAULT_MONITOR_CGROUP "/sluice/monitors"
+/* Bytes of a value shown as text (--help, reload reports). */
+#define SL_CONFIG_TEXT_MAX 4096
+/* Bytes of a monitor-cgroup path. */
+#define SL_CONFIG_CGROUP_MAX 1024
+/* Bytes of an admin-listen address (host part). */
+#define SLUICED_ADMIN_HOST_MAX 64
 /* Largest config file read. */
 #define SL_CONFIG_MAX_FILE (1024 * 1024)
 
 typedef struct sl_config {
-    const char *config_file; /* --config, or NULL */
-    const char *listen;      /* unix:///abs/path */
-    const char *socket_path; /* the path in listen */
+    const char *config_file;    /* the file read, or NULL when none */
+    const char *default_config; /* read when --config is absent and it exists */
+    int log_level;              /* SL_LOG_* */
+    /* admin listener: /healthz, /readyz, /metrics; off while admin_port is 0 */
+    const char *admin_listen; /* "" = off, "PORT", "ADDR:PORT", "[V6]:PORT" */
+    char admin_address[SLUICED_ADMIN_HOST_MAX];
+    uint32_t admin_port;        /* 0 with admin_listen "": off */
+    const char *monitor_cgroup; /* "" = the monitors stay in sluiced's cgroup */
+    const char *listen;         /* unix:///abs/path */
+    const char *socket_path;    /* the path in listen */
     /* streaming server (sl_server_config) */
     const char *stream_address;
     uint32_t stream_port;
@@ -51,6 +76,8 @@ typedef struct sl_config {
     uint32_t max_stream_connections; /* bounded by the open-file limit at start */
     uint32_t pf_connect_timeout_ms;  /* the pod monitor's port-forward connect */
     uint32_t keepalive_idle_ms, keepalive_interval_ms, keepalive_count;
+    uint32_t tty_size_wait_ms;
+    uint32_t attach_backlog; /* bytes an attach client may fall behind (monitor) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;
@@ -67,6 +94,9 @@ typedef struct sl_config {
     const char *cni_conf_dir;
     const char *cni_bin_dir;
     const char *runtime_path;
+    /* deadlines of the children sluiced runs (killed and reaped after) */
+    uint32_t cni_plugin_timeout_ms;    /* one CNI plugin, ADD or DEL */
+    uint32_t monitor_start_timeout_ms; /* sluice-mon until it listens */
     /* CRI stats (cri/stats.h) */
     uint32_t stats_fs_refresh_ms; /* a writable layer is walked again after this */
     uint32_t stats_cpu_window_ms; /* shortest window of usage_nano_cores */
@@ -103,5 +133,19 @@ int sl_config_finish(sl_config *c, sl_error *e);
 
 /* The --help text: every key, its default and meaning. */
 void sl_config_usage(FILE *f, const char *prog);
+/* The same list as Markdown definitions for the man pages: flags
+ * (sluiced(8)), or JSON keys with their types (json: sluiced.json(5)). */
+void sl_config_usage_markdown(FILE *f, bool json);
+
+/* A key whose value differs after a reload: was and now as text; applied
+ * tells whether the running daemon took it (else it needs a restart). */
+typedef void (*sl_config_change_fn)(void *arg, const char *key, const char *was, const char *now,
+                                    bool applied);
+/* SIGHUP: compares running with fresh (parsed again from the same
+ * command line and file), copies the keys that may change live into
+ * running and calls fn for every key that differs. Returns how many were
+ * applied. */
+size_t sl_config_reload(sl_config *running, const sl_config *fresh, sl_config_change_fn fn,
+                        void *arg);
 
 #endif

@@ -30,12 +30,16 @@ static json_int_t nofile_limit(void)
 static json_t *process(const sl_oci_input *in)
 {
     json_t *env = str_array(in->env, in->nenv);
-    bool has_path = false;
-    for (size_t i = 0; i < in->nenv; i++)
+    bool has_path = false, has_term = false;
+    for (size_t i = 0; i < in->nenv; i++) {
         has_path |= !strncmp(in->env[i], "PATH=", 5);
+        has_term |= !strncmp(in->env[i], "TERM=", 5);
+    }
     if (!has_path) /* what docker and containerd add when the image has none */
         json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:"
                                                "/usr/sbin:/usr/bin:/sbin:/bin"));
+    if (in->tty && !has_term) /* containerd's WithTTY: a terminal gets a TERM */
+        json_array_append_new(env, json_string("TERM=xterm"));
     json_int_t nofile = nofile_limit();
     return json_pack("{s:b, s:{s:I, s:I}, s:o, s:o, s:s, s:[{s:s, s:I, s:I}]}", "terminal", in->tty,
                      "user", "uid", (json_int_t)in->uid, "gid", (json_int_t)in->gid, "args",

@@ -14,7 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <uv.h>
+
 #include "container/oci_spec.h"
+#include "cri/waitq.h"
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
 #include "sys_error.h"
@@ -49,8 +52,17 @@ int sl_ctr_mounts_prepare(const Runtime__V1__ContainerConfig *c, const sl_mount_
 void sl_ctr_mounts_fini(sl_ctr_mounts *m);
 
 /* The host, probed once: SELinux enabled, and recursive read-only mounts
- * (kernel and `<runtime> features`). */
-void sl_mount_env_probe(const char *runtime, sl_mount_env *env);
+ * (kernel and `<runtime> features`, run as a child of the loop). */
+typedef struct sl_mount_probe {
+    sl_mount_env env; /* valid once done */
+    bool done;
+    sl_waitq waiters; /* run when done */
+} sl_mount_probe;
+
+/* Starts the probe (p zeroed; runtime NULL: no rro). It may be done at
+ * once (an old kernel); else the waiters run when runc answered, failed or
+ * timed out (SL_RUNTIME_FEATURES_TIMEOUT_MS). */
+void sl_mount_probe_start(sl_mount_probe *p, uv_loop_t *loop, const char *runtime);
 /* True when a `runc features` JSON text lists the "rro" mount option. */
 bool sl_runtime_features_have_rro(const char *json_text);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "sl_log.h"
 #include "sluice/error.h"
 
 struct sl_events_sub {
@@ -93,8 +94,8 @@ static void broadcast(sl_events *ev, const ProtobufCMessage *msg)
             sl_grpc_call_finish(sub->call);
             free(sub);
         } else if (rc < 0) {
-            fprintf(stderr, "sluiced: container event not sent to a subscriber: %s\n",
-                    sl_strerror(rc));
+            sl_log(SL_LOG_WARN, "container event not sent to a subscriber", "error",
+                   sl_strerror(rc), NULL);
         }
     }
 }

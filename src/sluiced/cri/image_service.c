@@ -7,6 +7,11 @@
 #include <string.h>
 
 #include "cri/cri_util.h"
+#include "sl_log.h"
+#include "cri/image_jobs.h"
+
+/* Bytes of the failed imports quoted in a PullImage answer. */
+#define SL_IMAGE_FAILURES_MAX 2048
 
 /* An Image message and the uid it points to. */
 typedef struct image_msg {
@@ -93,7 +98,12 @@ void sl_cri_image_status(sl_grpc_call *call, void *arg)
     sl_rt *rt = cri_rt(arg);
     const Runtime__V1__ImageStatusRequest *req = (const void *)sl_grpc_call_request(call);
     sl_error e;
-    const sl_image *img = sl_image_store_find(rt->images, spec_image(req->image), &e);
+    const char *ref = spec_image(req->image);
+    const sl_image *img = sl_image_store_find(rt->images, ref, &e);
+    if (!img && sl_imgq_may_give(rt->imgq, ref, true)) { /* e.g. an import at start */
+        sl_imgq_retry(rt->imgq, sl_cri_image_status, call, arg);
+        return;
+    }
     image_msg out;
     Runtime__V1__ImageStatusResponse resp = RUNTIME__V1__IMAGE_STATUS_RESPONSE__INIT;
     if (img) { /* an absent image is an empty answer, not an error */
@@ -103,6 +113,44 @@ void sl_cri_image_status(sl_grpc_call *call, void *arg)
     sl_grpc_call_reply(call, &resp.base);
 }
 
+/* NOT_FOUND (or INVALID_ARGUMENT for a bad reference) for an image the
+ * store lacks, with what failed imports said (their real cause). */
+static void pull_fail(sl_grpc_call *call, sl_rt *rt, const char *ref, const sl_error *e)
+{
+    char failed[SL_IMAGE_FAILURES_MAX];
+    sl_imgq_failures(rt->imgq, failed, sizeof(failed));
+    sl_grpc_call_fail(call, e->errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
+                      "image \"%s\" is not in the local store and sluice pulls from no "
+                      "registry: import it with `sluicectl image import FILE.tar`, or put the "
+                      "OCI or docker-archive tarball into %s%s%s",
+                      ref, rt->cfg->import_dir ? rt->cfg->import_dir : "the import directory",
+                      failed[0] ? "; imports that failed: " : "", failed);
+}
+
+static void pull_reply(sl_grpc_call *call, const sl_image *img)
+{
+    Runtime__V1__PullImageResponse resp = RUNTIME__V1__PULL_IMAGE_RESPONSE__INIT;
+    resp.image_ref = (char *)img->id;
+    sl_grpc_call_reply(call, &resp.base);
+}
+
+/* PullImage again once the imports it waited for have ended. */
+static void pull_after_imports(sl_grpc_call *call, void *arg)
+{
+    sl_rt *rt = cri_rt(arg);
+    const Runtime__V1__PullImageRequest *req = (const void *)sl_grpc_call_request(call);
+    const char *ref = spec_image(req->image);
+    sl_error e;
+    const sl_image *img = sl_image_store_find(rt->images, ref, &e);
+    if (img)
+        pull_reply(call, img);
+    else
+        pull_fail(call, rt, ref, &e);
+}
+
+/* Finds the image; when absent, queues the tarballs of the import
+ * directory that may give it and answers once their imports ended (on a
+ * worker thread: other calls are served meanwhile). */
 void sl_cri_pull_image(sl_grpc_call *call, void *arg)
 {
     sl_rt *rt = cri_rt(arg);
@@ -110,22 +158,20 @@ void sl_cri_pull_image(sl_grpc_call *call, void *arg)
     const char *ref = spec_image(req->image);
     sl_error e;
     const sl_image *img = sl_image_store_find(rt->images, ref, &e);
-    if (!img && e.errnum == ENOENT && rt->cfg->import_dir) {
-        sl_error ie;
-        sl_image_store_import_dir_for(rt->images, rt->cfg->import_dir, ref, NULL, NULL, &ie);
-        img = sl_image_store_find(rt->images, ref, &e);
-    }
-    if (!img) {
-        sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
-                          "image \"%s\" is not in the local store and sluice pulls from no "
-                          "registry: import it with `sluicectl image import FILE.tar`, or put the "
-                          "OCI or docker-archive tarball into %s",
-                          ref, rt->cfg->import_dir ? rt->cfg->import_dir : "the import directory");
+    if (img) {
+        pull_reply(call, img);
         return;
     }
-    Runtime__V1__PullImageResponse resp = RUNTIME__V1__PULL_IMAGE_RESPONSE__INIT;
-    resp.image_ref = (char *)img->id;
-    sl_grpc_call_reply(call, &resp.base);
+    if (e.errnum == ENOENT && rt->cfg->import_dir) {
+        sl_error se;
+        if (sl_imgq_scan(rt->imgq, rt->cfg->import_dir, ref, &se) < 0)
+            sl_log(SL_LOG_WARN, "import directory not read", "error", se.msg, NULL);
+        if (sl_imgq_may_give(rt->imgq, ref, true)) {
+            sl_imgq_retry(rt->imgq, pull_after_imports, call, arg);
+            return;
+        }
+    }
+    pull_fail(call, rt, ref, &e);
 }
 
 void sl_cri_remove_image(sl_grpc_call *call, void *arg)
@@ -138,6 +184,7 @@ void sl_cri_remove_image(sl_grpc_call *call, void *arg)
                           "%s", e.msg);
         return;
     }
+    sl_imgq_collect(rt->imgq); /* its layers are deleted on a worker thread */
     Runtime__V1__RemoveImageResponse resp = RUNTIME__V1__REMOVE_IMAGE_RESPONSE__INIT;
     sl_grpc_call_reply(call, &resp.base);
 }

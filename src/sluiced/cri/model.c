@@ -306,6 +306,8 @@ void sl_model_ctr_status(const sl_model *m, const sl_ctr *c, sl_ctr_status *st)
     st->finished_at = sl_rec_int(j, "finished_at");
     snprintf(st->reason, sizeof(st->reason), "%s", sl_rec_str(j, "reason"));
     snprintf(st->message, sizeof(st->message), "%s", sl_rec_str(j, "message"));
+    st->log_dropped_bytes = sl_rec_int(j, "log_dropped_bytes");
+    st->log_dropped_records = sl_rec_int(j, "log_dropped_records");
     json_decref(j);
 }
 

@@ -45,6 +45,7 @@ typedef struct sl_ctr_status {
     int64_t pid, exit_code, started_at, finished_at;
     char reason[64];
     char message[SL_CTR_MESSAGE_MAX];
+    int64_t log_dropped_bytes, log_dropped_records; /* CRI log records the monitor dropped */
 } sl_ctr_status;
 
 typedef struct sl_model {

@@ -2,15 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -35,95 +31,6 @@ struct sl_monc {
     bool dead, closing;
     bool sessions; /* the hello reply said "sessions": true */
 };
-
-/* ---- start ---- */
-
-/* Reads what the starter prints until it closes its output (returns
- * true) or the timeout passes (false). */
-static bool read_all(int fd, char *buf, size_t cap, int timeout_ms)
-{
-    size_t got = 0;
-    bool eof = false;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    for (;;) {
-        if (got + 1 >= cap)
-            break;
-        int r = poll(&p, 1, timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        ssize_t n = read(fd, buf + got, cap - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            eof = n == 0;
-            break;
-        }
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    while (got > 0 && buf[got - 1] == '\n')
-        buf[--got] = '\0';
-    return eof;
-}
-
-int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, const char *netns, const char *pid_ns,
-                  pid_t *pid, sl_error *e)
-{
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) < 0)
-        return sl_error_set(e, errno, "pipe");
-    pid_t starter = fork();
-    if (starter == 0) {
-        dup2(out[1], 1);
-        dup2(out[1], 2);
-        const char *argv[16];
-        size_t n = 0;
-        const char *fixed[] = {mon_path,      "--pod-id", pod_id,      "--run-dir", run_dir,
-                               "--state-dir", state_dir,  "--runtime", runtime};
-        for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
-            argv[n++] = fixed[i];
-        if (netns) {
-            argv[n++] = "--netns";
-            argv[n++] = netns;
-        }
-        if (pid_ns) {
-            argv[n++] = "--pid-ns";
-            argv[n++] = pid_ns;
-        }
-        argv[n] = NULL;
-        execv(mon_path, (char *const *)argv);
-        fprintf(stderr, "cannot run %s: %s", mon_path, strerror(errno));
-        _exit(127);
-    }
-    close(out[1]);
-    if (starter < 0) {
-        close(out[0]);
-        return sl_error_set(e, errno, "fork");
-    }
-    char text[SL_SYS_ERROR_MAX];
-    bool eof = read_all(out[0], text, sizeof(text), SL_MONC_START_TIMEOUT_MS);
-    close(out[0]);
-    int status = 0;
-    pid_t w;
-    /* After EOF the starter is exiting: wait for it; otherwise it hangs. */
-    while ((w = waitpid(starter, &status, eof ? 0 : WNOHANG)) < 0 && errno == EINTR)
-        ;
-    if (w == 0) {
-        kill(starter, SIGKILL);
-        waitpid(starter, &status, 0);
-        return sl_error_set(e, 0, "pod monitor did not start within %d ms",
-                            SL_MONC_START_TIMEOUT_MS);
-    }
-    char *end;
-    long v = strtol(text, &end, 10);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || *end || v <= 0)
-        return sl_error_set(e, 0, "pod monitor failed: %s", text[0] ? text : "no output");
-    *pid = (pid_t)v;
-    return 0;
-}
 
 /* ---- connection ---- */
 

@@ -1,5 +1,5 @@
-/* sluiced's side of a pod monitor (docs/mon-protocol.md): starting
- * sluice-mon, and an asynchronous request/reply connection on the loop. */
+/* sluiced's side of a pod monitor (docs/mon-protocol.md): an asynchronous
+ * request/reply connection on the loop (starting one: mon_spawn.h). */
 #ifndef SL_MON_CLIENT_H
 #define SL_MON_CLIENT_H
 
@@ -11,9 +11,6 @@
 #include "mon_proto.h"
 #include "sys_error.h"
 
-/* How long sluiced waits for a monitor to start listening. */
-#define SL_MONC_START_TIMEOUT_MS 10000
-
 typedef struct sl_monc sl_monc;
 
 /* The reply to a request (borrowed), with its fds (the callee owns them);
@@ -22,16 +19,6 @@ typedef void (*sl_monc_reply_fn)(void *arg, const json_t *reply, int *fds, size_
 /* An event (exited, exec_exited, attach_ended), borrowed; NULL when the
  * connection is lost. */
 typedef void (*sl_monc_event_fn)(void *arg, const json_t *event);
-
-/* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R
- * [--netns NETNS] [--pid-ns FILE]` and waits until it reports its pid (it
- * detaches and listens first). netns (NULL for a host-network pod) is the
- * pod's network namespace, where the monitor makes port-forward connections;
- * pid_ns (NULL: none) a file to pin the pod's pid namespace on. Returns 0
- * with *pid, or -1 (*e with the monitor's own words). */
-int sl_monc_spawn(const char *mon_path, const char *pod_id, const char *run_dir,
-                  const char *state_dir, const char *runtime, const char *netns, const char *pid_ns,
-                  pid_t *pid, sl_error *e);
 
 /* Connects to <run_dir>/mon.sock. Returns the connection or NULL (*e). */
 sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,

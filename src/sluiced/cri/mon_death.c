@@ -11,6 +11,7 @@
 
 #include "cri/mon_client.h"
 #include "fsutil.h"
+#include "sl_log.h"
 
 #define MON_COMM "sluice-mon"
 #define PROC_TEXT_MAX 4096
@@ -195,7 +196,7 @@ static void set_exited(sl_rt *rt, sl_ctr *c, int code, const char *message)
 {
     sl_error e;
     if (sl_model_ctr_set_exited(&rt->model, c, code, "Error", message, &e) < 0)
-        fprintf(stderr, "sluiced: container %s: %s\n", c->id, e.msg);
+        sl_log(SL_LOG_ERROR, "container state not saved", "container", c->id, "error", e.msg, NULL);
     sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, c->id, c->pod_id);
 }
 
@@ -220,9 +221,11 @@ static void reconcile(sl_rt *rt, sl_ctr *c)
 
 static void mon_died(sl_rt *rt, sl_pod *p)
 {
-    if (!p->mon_dead)
-        fprintf(stderr, "sluiced: pod %s: its monitor (pid %lld) died\n", p->id,
-                (long long)sl_rec_int(p->rec, "mon_pid"));
+    if (!p->mon_dead) {
+        char pid[24];
+        snprintf(pid, sizeof(pid), "%lld", (long long)sl_rec_int(p->rec, "mon_pid"));
+        sl_log(SL_LOG_ERROR, "pod monitor died", "pod", p->id, "pid", pid, NULL);
+    }
     p->mon_dead = true;
     if (p->mon) {
         sl_monc *m = p->mon;
@@ -236,7 +239,7 @@ static void mon_died(sl_rt *rt, sl_pod *p)
         json_object_set_new(p->rec, "mon_dead", json_true());
         sl_error e;
         if (sl_model_save_pod(&rt->model, p, &e) < 0)
-            fprintf(stderr, "sluiced: pod %s: %s\n", p->id, e.msg);
+            sl_log(SL_LOG_ERROR, "pod state not saved", "pod", p->id, "error", e.msg, NULL);
         if (was_ready)
             sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
     }
@@ -285,9 +288,12 @@ static void kill_exited(uv_process_t *proc, int64_t status, int sig)
 {
     orphan_kill *k = proc->data;
     sl_ctr *c = sl_model_ctr(&k->rt->model, k->ctr_id);
-    if (k->was_running && (status != 0 || sig != 0))
-        fprintf(stderr, "sluiced: container %s: %s delete --force: exit %lld, signal %d\n",
-                k->ctr_id, k->rt->cfg->runtime_path, (long long)status, sig);
+    if (k->was_running && (status != 0 || sig != 0)) {
+        char how[64];
+        snprintf(how, sizeof(how), "exit %lld, signal %d", (long long)status, sig);
+        sl_log(SL_LOG_WARN, "delete --force of an orphaned container failed", "container",
+               k->ctr_id, "runtime", k->rt->cfg->runtime_path, "status", how, NULL);
+    }
     if (c && k->was_running)
         set_exited(k->rt, c, SL_MON_DEATH_KILLED_CODE, "killed after the pod monitor died");
     k->done(k->arg);

@@ -1,21 +1,17 @@
-/* What the host offers for mounts, probed once per sluiced: SELinux, and
- * recursive read-only mounts, which need mount_setattr (Linux 5.12) and an
- * OCI runtime that knows the "rro" option (`runc features`, as the CRI's
- * RuntimeHandlerFeatures comment describes). */
-#include <errno.h>
-#include <fcntl.h>
+/* What the host offers for mounts, probed once per sluiced at start:
+ * SELinux, and recursive read-only mounts, which need mount_setattr (Linux
+ * 5.12) and an OCI runtime that knows the "rro" option (`runc features`,
+ * as the CRI's RuntimeHandlerFeatures comment describes). runc runs as a
+ * child of the loop; calls that need the answer wait for it. */
 #include <jansson.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cri/ctr_mounts.h"
+#include "sl_log.h"
+#include "proc/child.h"
 
 bool sl_runtime_features_have_rro(const char *json_text)
 {
@@ -39,79 +35,37 @@ static bool kernel_at_least(int major, int minor)
     return ma > major || (ma == major && mi >= minor);
 }
 
-static int64_t now_ms(void)
+static void probe_done(void *arg, const sl_child_result *r)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    sl_mount_probe *p = arg;
+    p->env.rro = !r->error.msg[0] && r->exit_status == 0 && r->term_signal == 0 &&
+                 sl_runtime_features_have_rro(r->output);
+    if (r->error.msg[0])
+        sl_log(SL_LOG_WARN, "runtime features unknown", "error", r->error.msg, NULL);
+    p->done = true;
+    sl_waitq_run(&p->waiters);
 }
 
-/* Reads fd to EOF into buf (NUL-terminated, at most cap - 1 bytes) within
- * the deadline. True on EOF in time. */
-static bool read_until_eof(int fd, char *buf, size_t cap, int64_t deadline)
+void sl_mount_probe_start(sl_mount_probe *p, uv_loop_t *loop, const char *runtime)
 {
-    size_t got = 0;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    for (;;) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0 || got + 1 >= cap || poll(&p, 1, (int)left) <= 0)
-            break;
-        ssize_t n = read(fd, buf + got, cap - 1 - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            buf[got] = '\0';
-            return n == 0;
-        }
-        got += (size_t)n;
+    p->env.selinux = access("/sys/fs/selinux/enforce", F_OK) == 0;
+    p->env.rro = false;
+    if (!runtime || !kernel_at_least(5, 12)) {
+        p->done = true;
+        return;
     }
-    buf[got] = '\0';
-    return false;
-}
-
-/* `<runtime> features` lists "rro". */
-static bool runtime_has_rro(const char *runtime)
-{
-    int out[2];
-    if (!runtime || pipe2(out, O_CLOEXEC) < 0)
-        return false;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(out[1], 1);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 2);
-        }
-        execlp(runtime, runtime, "features", (char *)NULL);
-        _exit(127);
+    char what[300];
+    snprintf(what, sizeof(what), "`%s features`", runtime);
+    char *argv[] = {(char *)runtime, "features", NULL};
+    sl_child_opts o = {.what = what,
+                       .file = runtime,
+                       .argv = argv,
+                       .max_output = SL_RUNTIME_FEATURES_MAX,
+                       .timeout_ms = SL_RUNTIME_FEATURES_TIMEOUT_MS,
+                       .timeout_key = "SL_RUNTIME_FEATURES_TIMEOUT_MS"};
+    sl_error e;
+    if (sl_child_start(loop, &o, probe_done, p, NULL, &e) < 0) {
+        sl_log(SL_LOG_WARN, "runtime features unknown", "error", e.msg, NULL);
+        p->done = true;
     }
-    close(out[1]);
-    char *buf = pid > 0 ? malloc(SL_RUNTIME_FEATURES_MAX) : NULL;
-    bool eof = buf && read_until_eof(out[0], buf, SL_RUNTIME_FEATURES_MAX,
-                                     now_ms() + SL_RUNTIME_FEATURES_TIMEOUT_MS);
-    close(out[0]);
-    int status = 0;
-    if (pid > 0) {
-        if (!eof)
-            kill(pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    }
-    bool ok =
-        eof && WIFEXITED(status) && WEXITSTATUS(status) == 0 && sl_runtime_features_have_rro(buf);
-    free(buf);
-    return ok;
-}
-
-void sl_mount_env_probe(const char *runtime, sl_mount_env *env)
-{
-    static int probed = 0;
-    static sl_mount_env cached;
-    if (!probed) {
-        cached.selinux = access("/sys/fs/selinux/enforce", F_OK) == 0;
-        cached.rro = kernel_at_least(5, 12) && runtime_has_rro(runtime);
-        probed = 1;
-    }
-    *env = cached;
 }

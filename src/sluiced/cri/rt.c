@@ -8,8 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cri/image_jobs.h"
 #include "cri/mon_death.h"
 #include "fsutil.h"
+#include "sl_log.h"
 
 /* The monitor sits next to sluiced when installed, or in its own folder
  * of the build tree. */
@@ -36,10 +38,51 @@ char *sl_rt_pod_run_dir(const sl_rt *rt, const char *pod_id)
     return sl_path_join(rt->pods_run_dir, pod_id);
 }
 
+/* A container's end and a lost monitor, at info and warn. */
+static void log_mon_event(const sl_pod *p, const json_t *event)
+{
+    const char *type = event ? json_string_value(json_object_get(event, "type")) : NULL;
+    if (!event && !((const sl_rt *)p->owner)->detached) {
+        /* A ready pod's monitor must not go; a stopped one's may be ending. */
+        sl_log(p->ready ? SL_LOG_WARN : SL_LOG_INFO, "pod monitor connection lost", "pod", p->id,
+               NULL);
+    } else if (type && !strcmp(type, "exited")) {
+        char code[24];
+        snprintf(code, sizeof(code), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(event, "exit_code")));
+        const char *reason = json_string_value(json_object_get(event, "reason"));
+        sl_log(SL_LOG_INFO, "container exited", "pod", p->id, "container",
+               json_string_value(json_object_get(event, "container_id")), "exit_code", code,
+               "reason", reason && *reason ? reason : NULL, NULL);
+    }
+}
+
+/* The monitor could not write a container's CRI log (a full disk), or can
+ * again: said in sluiced's log too, with the totals dropped so far. */
+static void log_dropped(const json_t *ev)
+{
+    const char *err = json_string_value(json_object_get(ev, "error"));
+    char bytes[24], records[24];
+    snprintf(bytes, sizeof(bytes), "%" JSON_INTEGER_FORMAT,
+             json_integer_value(json_object_get(ev, "dropped_bytes")));
+    snprintf(records, sizeof(records), "%" JSON_INTEGER_FORMAT,
+             json_integer_value(json_object_get(ev, "dropped_records")));
+    sl_log(err ? SL_LOG_WARN : SL_LOG_INFO,
+           err ? "CRI log cannot be written: dropping whole records"
+               : "CRI log can be written again",
+           "container", sl_mon_str(ev, "container_id"), "path", sl_mon_str(ev, "path"), "error",
+           err, "dropped_bytes", bytes, "dropped_records", records, NULL);
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
     sl_rt *rt = p->owner;
+    if (event && !strcmp(sl_mon_str(event, "type"), "log_dropped")) {
+        log_dropped(event);
+        return;
+    }
+    log_mon_event(p, event);
     if (!event) { /* the connection is gone; reconnect on next use */
         sl_monc *m = p->mon;
         p->mon = NULL;
@@ -91,35 +134,53 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
         return sl_error_set(e, ENOMEM, "runtime");
     if (sl_mkdir_p(rt->pods_run_dir, 0711, e) < 0 || sl_mkdir_p(cfg->state_dir, 0711, e) < 0)
         return -1;
-    rt->images = sl_image_store_open(cfg->image_dir, NULL, e);
+    rt->images = sl_image_store_open_flags(cfg->image_dir, NULL, SL_IMAGE_DEFER_DELETES, e);
     if (!rt->images)
         return sl_error_wrap(e, "image store");
-    sl_error ie;
-    if (cfg->import_dir && sl_mkdir_p(cfg->import_dir, 0755, &ie) == 0)
-        sl_image_store_import_dir(rt->images, cfg->import_dir, NULL, NULL, &ie);
-    if (cfg->import_file && sl_image_store_import(rt->images, cfg->import_file, NULL, NULL, e) < 0)
-        return sl_error_wrap(e, "import %s", cfg->import_file);
+    rt->imgq = sl_imgq_new(loop, rt->images);
+    if (!rt->imgq)
+        return sl_error_set(e, ENOMEM, "image store");
+    sl_imgq_collect(rt->imgq); /* what recovery left to delete */
     sl_error le;
     if (sl_model_load(&rt->model, cfg->state_dir, &le) < 0)
-        fprintf(stderr, "sluiced: some state could not be read: %s\n", le.msg);
+        sl_log(SL_LOG_ERROR, "some state could not be read", "error", le.msg, NULL);
     /* Monitors outlive sluiced: find them again. */
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         p->owner = rt;
         sl_error me;
         if (!sl_rt_pod_mon(rt, p, &me)) {
             if (p->ready)
-                fprintf(stderr, "sluiced: %s\n", me.msg);
+                sl_log(SL_LOG_ERROR, "pod monitor not reachable", "pod", p->id, "error", me.msg,
+                       NULL);
             sl_mon_check_gone(rt, p);
         }
     }
     sl_rt_stream_init(rt);
+    sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
     return 0;
+}
+
+void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e), void *arg)
+{
+    const sl_config *cfg = rt->cfg;
+    sl_error e;
+    sl_imgq_set_fatal(rt->imgq, fatal, arg);
+    if (cfg->import_dir && (sl_mkdir_p(cfg->import_dir, 0755, &e) < 0 ||
+                            sl_imgq_scan(rt->imgq, cfg->import_dir, NULL, &e) < 0))
+        sl_log(SL_LOG_WARN, "import directory not read", "error", e.msg, NULL);
+    if (cfg->import_file)
+        sl_imgq_import(rt->imgq, cfg->import_file, true);
 }
 
 void sl_rt_detach(sl_rt *rt)
 {
+    /* Subscribers get their UNAVAILABLE trailers now, ahead of the GOAWAY
+     * that ends their connections. */
+    sl_events_fini(&rt->events);
     rt->detached = true;
     sl_mon_watch_close_all(rt);
+    if (rt->imgq)
+        sl_imgq_stop(rt->imgq); /* the running import is cancelled */
     for (sl_pod *p = rt->model.pods; p; p = p->next) {
         sl_monc *m = p->mon;
         p->mon = NULL;
@@ -131,6 +192,7 @@ void sl_rt_close(sl_rt *rt)
 {
     sl_events_fini(&rt->events);
     sl_model_fini(&rt->model);
+    sl_imgq_free(rt->imgq);
     if (rt->images)
         sl_image_store_close(rt->images);
     free(rt->mon_path);

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "config/config.h"
+#include "cri/ctr_mounts.h"
 #include "cri/events.h"
 #include "cri/model.h"
 #include "image/image_store.h"
@@ -15,27 +16,40 @@
 
 typedef struct sl_stream_sess sl_stream_sess; /* stream_runtime.c */
 struct sl_pidwatch;                           /* mon_death.c */
+typedef struct sl_net_release sl_net_release; /* pod_net.c */
+typedef struct sl_imgq sl_imgq;               /* image_jobs.c */
 
 typedef struct sl_rt {
     uv_loop_t *loop;
     const sl_config *cfg;
     sl_model model;
     sl_image_store *images;
-    char *mon_path;              /* the sluice-mon executable */
-    char *pods_run_dir;          /* <run-dir>/pods */
-    sl_runtime stream_rt;        /* the libsluice runtime backend */
-    sl_stream_sess *sessions;    /* live exec/attach sessions */
-    bool detached;               /* shutting down: no new monitor connections */
-    sl_events events;            /* GetContainerEvents subscribers */
-    struct sl_pidwatch *watches; /* monitors, and containers whose monitor died */
+    sl_imgq *imgq;            /* imports and deletions off the loop */
+    char *mon_path;           /* the sluice-mon executable */
+    char *pods_run_dir;       /* <run-dir>/pods */
+    sl_runtime stream_rt;     /* the libsluice runtime backend */
+    sl_stream_sess *sessions; /* live exec/attach sessions */
+    bool detached;            /* shutting down: no new monitor connections */
+    sl_events events;         /* GetContainerEvents subscribers */
+    /* monitors, and containers whose monitor died */
+    struct sl_pidwatch *watches;
+    /* CNI DELs in flight (pod_net.c) */
+    sl_net_release *net_releases;
+    /* what mounts can do (`runc features`, probed at start) */
+    sl_mount_probe mount_probe;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod
  * monitors that still run. Returns 0 or -1 (*e). */
 int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e);
 void sl_rt_close(sl_rt *rt);
-/* Closes the connections to the pod monitors (they and their containers
- * keep running), for shutdown. */
+/* Queues the imports due at start, once the CRI socket is up: the
+ * tarballs of the import directory that are new or changed, and the
+ * --import file unless imported before (fatal(arg, e) when it fails). */
+void sl_rt_start_imports(sl_rt *rt, void (*fatal)(void *arg, const sl_error *e), void *arg);
+/* Ends the event subscriptions (UNAVAILABLE), cancels the running image
+ * import and closes the connections to the pod monitors (they and their
+ * containers keep running), for shutdown. */
 void sl_rt_detach(sl_rt *rt);
 
 /* The pod's monitor connection, reconnecting once if it was lost; NULL

@@ -11,6 +11,7 @@
 #include "container/rootfs.h"
 #include "cri/cri_fields.h"
 #include "cri/cri_util.h"
+#include "cri/image_jobs.h"
 #include "cri/ctr_resources.h"
 #include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
@@ -195,8 +196,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     sl_pod_ns_modes modes;
     sl_ctr_ns_plan plan;
     __attribute__((cleanup(sl_ctr_ns_fini))) sl_ctr_ns ns = {0};
-    sl_mount_env menv;
-    sl_mount_env_probe(rt->cfg->runtime_path, &menv);
+    const sl_mount_env *menv = &rt->mount_probe.env; /* done: the handler waited */
     sl_ns_pod_modes_load(p->rec, &modes);
     if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
         return NULL;
@@ -213,7 +213,7 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
                          .rootfs = rootfs,
                          .ns_dir = sl_rec_str(p->rec, "ns_dir"),
                          .ns = &ns,
-                         .mount_env = &menv,
+                         .mount_env = menv,
                          .hostname = uts && *p->config->hostname ? p->config->hostname : NULL,
                          .cgroups_path = cg,
                          .pod_etc_dir = etc_dir,
@@ -267,10 +267,18 @@ void sl_cri_create_container(sl_grpc_call *call, void *arg)
         sl_grpc_call_fail_error(call, &e);
         return;
     }
+    if (!rt->mount_probe.done) { /* sluiced just started: what mounts can do comes first */
+        sl_waitq_retry(&rt->mount_probe.waiters, sl_cri_create_container, call, arg);
+        return;
+    }
     sl_pod *p = sl_cri_ready_pod(call, rt, req->pod_sandbox_id);
     if (!p)
         return;
     const sl_image *img = sl_image_store_find(rt->images, c->image->image, &e);
+    if (!img && sl_imgq_may_give(rt->imgq, c->image->image, true)) { /* being imported */
+        sl_imgq_retry(rt->imgq, sl_cri_create_container, call, arg);
+        return;
+    }
     if (!img) {
         sl_grpc_call_fail(call, e.errnum == ENOENT ? SL_GRPC_NOT_FOUND : SL_GRPC_INVALID_ARGUMENT,
                           "image \"%s\": %s", c->image->image, e.msg);

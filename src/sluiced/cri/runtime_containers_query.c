@@ -83,15 +83,18 @@ void sl_cri_container_status(sl_grpc_call *call, void *arg)
     Runtime__V1__ContainerStatusResponse resp = RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INIT;
     resp.status = &m.st;
     /* verbose: {"info": {"pid", "config": {tty, stdin, stdin_once}}}, the
-     * shape containerd gives, which the kube front reads tty from. */
+     * shape containerd gives, which the kube front reads tty from; and what
+     * the monitor dropped of the CRI log (as of its last status record). */
     char *info_text = NULL;
     Runtime__V1__ContainerStatusResponse__InfoEntry entry =
         RUNTIME__V1__CONTAINER_STATUS_RESPONSE__INFO_ENTRY__INIT;
     Runtime__V1__ContainerStatusResponse__InfoEntry *entries[] = {&entry};
     if (req->verbose) {
-        json_t *j = json_pack("{s:I, s:{s:b, s:b, s:b}}", "pid", (json_int_t)m.live.pid, "config",
-                              "tty", c->config->tty, "stdin", c->config->stdin, "stdin_once",
-                              c->config->stdin_once);
+        json_t *j = json_pack("{s:I, s:{s:b, s:b, s:b}, s:I, s:I}", "pid", (json_int_t)m.live.pid,
+                              "config", "tty", c->config->tty, "stdin", c->config->stdin,
+                              "stdin_once", c->config->stdin_once, "logDroppedBytes",
+                              (json_int_t)m.live.log_dropped_bytes, "logDroppedRecords",
+                              (json_int_t)m.live.log_dropped_records);
         info_text = j ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
         if (info_text) {

@@ -159,6 +159,10 @@ static size_t status_info(const sl_cri *cri, char *values[INFO_N])
 void sl_cri_status(sl_grpc_call *call, void *arg)
 {
     sl_cri *cri = arg;
+    if (!cri->rt.mount_probe.done) { /* sluiced just started: the handler features come first */
+        sl_waitq_retry(&cri->rt.mount_probe.waiters, sl_cri_status, call, arg);
+        return;
+    }
     char msg[512];
     Runtime__V1__RuntimeCondition runtime = RUNTIME__V1__RUNTIME_CONDITION__INIT;
     Runtime__V1__RuntimeCondition network = RUNTIME__V1__RUNTIME_CONDITION__INIT;
@@ -196,10 +200,8 @@ void sl_cri_status(sl_grpc_call *call, void *arg)
     }
     /* The default handler and its name, "runc": what their mounts can do
      * (the kubelet and critest ask before sending recursive_read_only). */
-    sl_mount_env env;
-    sl_mount_env_probe(cri->cfg->runtime_path, &env);
     Runtime__V1__RuntimeHandlerFeatures feat = RUNTIME__V1__RUNTIME_HANDLER_FEATURES__INIT;
-    feat.recursive_read_only_mounts = env.rro;
+    feat.recursive_read_only_mounts = cri->rt.mount_probe.env.rro;
     Runtime__V1__RuntimeHandler dflt = RUNTIME__V1__RUNTIME_HANDLER__INIT;
     Runtime__V1__RuntimeHandler runc = RUNTIME__V1__RUNTIME_HANDLER__INIT;
     dflt.features = runc.features = &feat;

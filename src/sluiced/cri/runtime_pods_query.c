@@ -5,6 +5,7 @@
 #include "cri/cri_util.h"
 #include "pod/cni.h"
 #include "cri/ctr_namespaces.h"
+#include "cri/pod_info.h"
 
 static Runtime__V1__PodSandboxState pod_state(const sl_pod *p)
 {
@@ -78,7 +79,18 @@ void sl_cri_pod_status(sl_grpc_call *call, void *arg)
     Runtime__V1__PodSandboxStatusResponse resp = RUNTIME__V1__POD_SANDBOX_STATUS_RESPONSE__INIT;
     resp.status = &m.st;
     resp.timestamp = sl_now_ns();
+    Runtime__V1__PodSandboxStatusResponse__InfoEntry entry =
+        RUNTIME__V1__POD_SANDBOX_STATUS_RESPONSE__INFO_ENTRY__INIT;
+    Runtime__V1__PodSandboxStatusResponse__InfoEntry *entries[] = {&entry};
+    char *info = req->verbose ? sl_cri_pod_info(rt, p) : NULL;
+    if (info) {
+        entry.key = "info";
+        entry.value = info;
+        resp.n_info = 1;
+        resp.info = entries;
+    }
     sl_grpc_call_reply(call, &resp.base);
+    free(info);
 }
 
 static bool pod_matches(const sl_pod *p, const Runtime__V1__PodSandboxFilter *f)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cri/stats.h"
+#include "sl_log.h"
 
 #define RT "/runtime.v1.RuntimeService/"
 #define IMG "/runtime.v1.ImageService/"
@@ -83,7 +84,7 @@ int sl_cri_init(sl_cri *cri, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     if (!cri->stats)
         return sl_error_set(e, ENOMEM, "stats");
     if (sl_cri_load_runtime_config(cri) < 0)
-        fprintf(stderr, "sluiced: the recorded pod CIDR could not be read\n");
+        sl_log(SL_LOG_WARN, "the recorded pod CIDR could not be read", NULL);
     return 0;
 }
 

@@ -9,6 +9,7 @@
 
 #include "cri/mon_client.h"
 #include "mon_session.h"
+#include "sl_log.h"
 
 struct sl_stream_handoff {
     sl_rt *rt;
@@ -68,10 +69,11 @@ static sl_pod *pod_of(sl_rt *rt, const sl_stream_request *req)
 
 static json_t *message(const sl_stream_handoff *ho, const sl_stream_request *req, size_t len)
 {
+    sl_mon_session_limits lim = ho->lim;
+    lim.attach_backlog = ho->rt->cfg->attach_backlog; /* read at each use (SIGHUP) */
     return json_pack("{s:s, s:o, s:o, s:I, s:[ss]}", "type", "session", "request",
-                     sl_mon_session_request_json(req), "limits",
-                     sl_mon_session_limits_json(&ho->lim), "bytes", (json_int_t)len, "fds", "conn",
-                     "bytes");
+                     sl_mon_session_request_json(req), "limits", sl_mon_session_limits_json(&lim),
+                     "bytes", (json_int_t)len, "fds", "conn", "bytes");
 }
 
 static void handoff_cb(void *arg, sl_handoff *h, int fd, const uint8_t *head, size_t len,
@@ -95,8 +97,8 @@ static void handoff_cb(void *arg, sl_handoff *h, int fd, const uint8_t *head, si
     }
     *p = (pending){h, mon};
     if (sl_monc_request(mon, msg, fds, 2, reply_cb, p, &e) < 0) {
-        fprintf(stderr, "sluiced: streaming session served here, not by the pod monitor: %s\n",
-                e.msg);
+        sl_log(SL_LOG_WARN, "streaming session served by sluiced, not by the pod monitor", "error",
+               e.msg, NULL);
         free(p);
         sl_handoff_done(h, SL_HANDOFF_LOCAL, NULL); /* e.g. too large for one message */
     }

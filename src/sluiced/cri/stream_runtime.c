@@ -74,10 +74,13 @@ static void end_sess(sl_stream_sess *s, bool failed, int code, const char *msg)
  * its client's stdin ended and the client detached. */
 static void attach_ended(sl_stream_sess *s, const char *error)
 {
-    if (error && *error)
+    if (error && *error) {
+        fprintf(stderr, "sluiced: attach session %s to container %s ended: %s\n", s->id, s->ctr_id,
+                error);
         end_sess(s, true, 0, error);
-    else
-        end_sess(s, false, 0, NULL);
+        return;
+    }
+    end_sess(s, false, 0, NULL);
 }
 
 void sl_rt_stream_event(sl_rt *rt, sl_pod *pod, const json_t *ev)
@@ -129,7 +132,11 @@ static void started_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         if (s->proc) {
-            end_proc(s, true, 0, err ? err : "failed");
+            char msg[SL_MON_MAX_MESSAGE / 16]; /* the client sees it in an InternalError */
+            snprintf(msg, sizeof(msg), "%s%s",
+                     s->kind == SL_SESS_EXEC ? "failed to exec in container: " : "",
+                     err ? err : "failed");
+            end_proc(s, true, 0, msg);
             return;
         }
         /* cancelled meanwhile: an exec that did start must not linger */
@@ -200,15 +207,16 @@ static void attach_start(void *arg, sl_proc *proc, const sl_attach_request *r,
                          const sl_term_size *sz)
 {
     sl_rt *rt = arg;
-    (void)sz;
     sl_ctr *c;
     sl_monc *m = target(rt, proc, r->container_id, &c);
     if (!m)
         return;
     sl_stream_sess *s = sl_sess_new(rt, SL_SESS_ATTACH, c->pod_id, c->id);
-    json_t *req = json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b}", "type", "attach", "container_id",
-                            c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in,
-                            "stdout", r->out, "stderr", r->err);
+    json_t *req =
+        json_pack("{s:s, s:s, s:s, s:b, s:b, s:b, s:b, s:i, s:i, s:I}", "type", "attach",
+                  "container_id", c->id, "session", s ? s->id : "", "tty", r->tty, "stdin", r->in,
+                  "stdout", r->out, "stderr", r->err, "width", sz ? sz->width : 0, "height",
+                  sz ? sz->height : 0, "backlog", (json_int_t)rt->cfg->attach_backlog);
     send_start(rt, proc, s, m, req);
 }
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grpc/grpc_impl.h"
 #include "sluice/error.h"
@@ -13,6 +14,35 @@
         (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE             \
     }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void sl_grpc_call_report(sl_grpc_call *call, int code, const char *msg,
+                         const ProtobufCMessage *resp)
+{
+    /* A call without its complete request headers has no method to count. */
+    if (call->reported || !call->conn || call->state == CALL_HEADERS)
+        return;
+    call->reported = true;
+    const sl_grpc_config *cfg = call->conn->cfg;
+    if (!cfg->on_end)
+        return;
+    sl_grpc_call_end end = {
+        .path = call->path ? call->path : "",
+        .method = call->method,
+        .request = call->req,
+        .response = resp,
+        .code = code,
+        .message = msg ? msg : "",
+        .duration_ns = mono_ns() - call->start_ns,
+    };
+    cfg->on_end(&end, cfg->on_end_arg);
+}
+
 sl_grpc_call *sl_grpc_call_new(sl_grpc_conn *c, int32_t stream_id)
 {
     sl_grpc_call *call = calloc(1, sizeof(*call));
@@ -22,6 +52,7 @@ sl_grpc_call *sl_grpc_call_new(sl_grpc_conn *c, int32_t stream_id)
     call->stream_id = stream_id;
     call->timeout_ms = UINT64_MAX;
     call->deadline = UINT64_MAX;
+    call->start_ns = mono_ns();
     sl_grpc_decoder_init(&call->dec, c->cfg->max_recv_message);
     sl_bufq_init(&call->sq);
     call->next = c->calls;
@@ -83,6 +114,8 @@ void sl_grpc_call_detach(sl_grpc_call *call)
     if (call->next)
         call->next->prev = call->prev;
     c->ncalls--;
+    if (call->state != CALL_ANSWERED)
+        sl_grpc_call_report(call, SL_GRPC_CANCELLED, "the call ended before its answer", NULL);
     call->conn = NULL;
     call->prev = call->next = NULL;
     if (!call->handler_owned) {
@@ -112,6 +145,7 @@ void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const cha
         sl_grpc_stream_end(call, code, msg, true);
         return;
     }
+    sl_grpc_call_report(call, code, msg, NULL);
     sl_grpc_conn *c = call->conn;
     char status[16], code_s[16];
     char *enc = msg && *msg ? sl_grpc_percent_encode(msg) : NULL;
@@ -196,6 +230,7 @@ int sl_grpc_call_reply(sl_grpc_call *call, const ProtobufCMessage *resp)
                                                      : "response too large");
         return rc;
     }
+    sl_grpc_call_report(call, SL_GRPC_OK, NULL, resp);
     sl_grpc_conn *c = call->conn;
     nghttp2_nv nva[] = {NV(":status", "200"), NV("content-type", "application/grpc")};
     nghttp2_data_provider prd = {.source.ptr = call, .read_callback = read_out};

@@ -42,6 +42,23 @@
  * reading (back-pressure). */
 #define SL_GRPC_OUTPUT_HIGH_WATER (256u * 1024)
 
+/* A call whose status is decided, for logs and metrics (see on_end). */
+typedef struct sl_grpc_call_end {
+    const char *path;                 /* the request's :path, "" when none */
+    const sl_grpc_method *method;     /* NULL: not in the method table */
+    const ProtobufCMessage *request;  /* NULL when it was not decoded */
+    const ProtobufCMessage *response; /* a unary OK answer, else NULL */
+    int code;                         /* SL_GRPC_* */
+    const char *message;              /* grpc-message, "" when none */
+    uint64_t duration_ns;             /* request headers to the answer */
+} sl_grpc_call_end;
+
+/* Called once per call that got complete request headers, when its status
+ * is decided: the answer (OK or not) is submitted, or the call ended
+ * without one (CANCELLED: client reset, connection gone, shutdown). Runs
+ * on the loop thread; must not touch the call. */
+typedef void (*sl_grpc_end_fn)(const sl_grpc_call_end *end, void *arg);
+
 typedef struct sl_grpc_config {
     const sl_grpc_method *methods; /* the method table (borrowed) */
     size_t nmethods;
@@ -52,6 +69,8 @@ typedef struct sl_grpc_config {
     uint32_t max_stream_backlog; /* SL_GRPC_DEFAULT_MAX_STREAM_BACKLOG */
     uint32_t max_connections;    /* SL_GRPC_DEFAULT_MAX_CONNECTIONS (server) */
     uint64_t idle_timeout_ms;    /* SL_GRPC_DEFAULT_IDLE_TIMEOUT_MS (server) */
+    sl_grpc_end_fn on_end;       /* NULL: none */
+    void *on_end_arg;
 } sl_grpc_config;
 
 /* Fills c with the defaults and an empty method table. */

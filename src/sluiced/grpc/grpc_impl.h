@@ -53,6 +53,9 @@ struct sl_grpc_call {
     size_t head_left; /* bytes of the message at sq's head still to send */
     size_t nqueued;   /* messages (partly) in sq */
 
+    uint64_t start_ns; /* CLOCK_MONOTONIC at the request headers */
+    bool reported;     /* cfg->on_end ran for it */
+
     bool handler_owned; /* the handler has not answered yet */
     bool cancelled;
     sl_grpc_cancel_fn on_cancel;
@@ -85,6 +88,10 @@ void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const cha
 bool sl_grpc_call_take_back(sl_grpc_call *call);
 /* Unlinks the call from the ready queue if it is there. */
 void sl_grpc_call_unqueue(sl_grpc_call *call);
+/* Tells cfg->on_end the call's status (once; later calls do nothing).
+ * resp: the unary OK answer, else NULL. */
+void sl_grpc_call_report(sl_grpc_call *call, int code, const char *msg,
+                         const ProtobufCMessage *resp);
 /* Tells the owner about output it would not otherwise send. */
 void sl_grpc_conn_wake(sl_grpc_conn *c);
 

@@ -150,3 +150,13 @@ uint32_t sl_gsrv_fd_bound(uint32_t want)
         return want;
     return share > 0 ? (uint32_t)share : 1;
 }
+
+void sl_grpc_server_set_limits(sl_grpc_server *s, const sl_grpc_config *cfg)
+{
+    s->cfg.max_recv_message = cfg->max_recv_message;
+    s->cfg.max_stream_backlog = cfg->max_stream_backlog;
+    s->cfg.max_connections = sl_gsrv_fd_bound(cfg->max_connections);
+    s->cfg.idle_timeout_ms = cfg->idle_timeout_ms;
+    uv_timer_stop(&s->idle_timer); /* armed again for the new timeout */
+    arm_idle(s);
+}

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "grpc/grpc_server_impl.h"
+#include "sl_log.h"
 #include "sluice/error.h"
 
 #define WRITE_IOVS 16
@@ -354,10 +355,12 @@ static void log_refusal(sl_grpc_server *s)
     if (s->refusal_logged && now - s->refusal_logged < SL_GRPC_REFUSAL_LOG_MS)
         return;
     s->refusal_logged = now;
-    fprintf(stderr,
-            "sluiced: CRI connection refused: %zu connections open (max-grpc-connections %u), "
-            "each with a call in progress; %zu refused so far\n",
-            s->nopen, s->cfg.max_connections, s->stats.refused);
+    char nopen[24], max[16], nrefused[24];
+    snprintf(nopen, sizeof(nopen), "%zu", s->nopen);
+    snprintf(max, sizeof(max), "%u", s->cfg.max_connections);
+    snprintf(nrefused, sizeof(nrefused), "%zu", s->stats.refused);
+    sl_log(SL_LOG_WARN, "CRI connection refused: every open connection has a call in progress",
+           "open", nopen, "max_grpc_connections", max, "refused_total", nrefused, NULL);
 }
 
 /* Our SETTINGS and GOAWAY(REFUSED_STREAM) saying why, written at once. */

@@ -62,6 +62,13 @@ int sl_grpc_server_new(uv_loop_t *loop, const sl_grpc_config *cfg, sl_grpc_serve
  * 0, or -1 with *e set. */
 int sl_grpc_server_listen(sl_grpc_server *s, const char *path, unsigned mode, sl_error *e);
 
+/* Takes new limits from cfg (a reload): max_recv_message (calls that
+ * start from now on), max_stream_backlog, max_connections (kept to the
+ * fd bound; a lower limit closes no connection at once, it makes room
+ * at the next accept) and idle_timeout_ms (the idle sweep is re-armed).
+ * The other fields are kept. */
+void sl_grpc_server_set_limits(sl_grpc_server *s, const sl_grpc_config *cfg);
+
 /* Open connections. */
 size_t sl_grpc_server_connections(const sl_grpc_server *s);
 /* The connection limit in force (cfg.max_connections or the fd bound). */

@@ -130,6 +130,7 @@ static size_t drop_waiting(sl_grpc_call *call)
 
 void sl_grpc_stream_end(sl_grpc_call *call, int code, const char *msg, bool drop)
 {
+    sl_grpc_call_report(call, code, msg, NULL);
     if (drop)
         drop_waiting(call);
     free(call->end_msg);

@@ -164,7 +164,8 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Copies the current member's data into fd, hashing it. */
-static int copy_member(struct archive *a, int fd, sl_staged *m, sl_error *e)
+static int copy_member(struct archive *a, int fd, sl_staged *m, const atomic_int *cancel,
+                       sl_error *e)
 {
     EVP_MD_CTX *sha = EVP_MD_CTX_new();
     SL_AUTOFREE char *buf = malloc(STAGE_CHUNK);
@@ -174,6 +175,10 @@ static int copy_member(struct archive *a, int fd, sl_staged *m, sl_error *e)
     }
     int rc = 0;
     for (;;) {
+        if (cancel && atomic_load(cancel)) {
+            rc = sl_error_set(e, ECANCELED, "stage %s", m->path);
+            break;
+        }
         la_ssize_t n = archive_read_data(a, buf, STAGE_CHUNK);
         if (n == 0)
             break;
@@ -194,7 +199,8 @@ static int copy_member(struct archive *a, int fd, sl_staged *m, sl_error *e)
 }
 
 static int stage_file(struct archive *a, struct archive_entry *ent, const char *path,
-                      const sl_image_limits *lim, sl_stage *st, sl_error *e)
+                      const sl_image_limits *lim, const atomic_int *cancel, sl_stage *st,
+                      sl_error *e)
 {
     la_int64_t size = archive_entry_size(ent);
     uint64_t left = lim->max_archive_bytes - st->bytes;
@@ -211,7 +217,7 @@ static int stage_file(struct archive *a, struct archive_entry *ent, const char *
         openat(st->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return sl_error_set(e, errno, "stage %s", path);
-    if (copy_member(a, fd, m, e) < 0)
+    if (copy_member(a, fd, m, cancel, e) < 0)
         return -1;
     if (m->size != (uint64_t)size)
         return sl_error_set(e, EIO, "%s: %llu bytes instead of %lld", path,
@@ -245,7 +251,7 @@ static int stage_alias(const char *path, const char *target, int symlink, sl_sta
 }
 
 static int stage_entry(struct archive *a, struct archive_entry *ent, const sl_image_limits *lim,
-                       sl_stage *st, sl_error *e)
+                       const atomic_int *cancel, sl_stage *st, sl_error *e)
 {
     char path[SL_LAYER_DEFAULT_MAX_PATH + 1];
     const char *name = archive_entry_pathname(ent);
@@ -261,7 +267,7 @@ static int stage_entry(struct archive *a, struct archive_entry *ent, const sl_im
         return stage_alias(path, hl, 0, st, e);
     switch (archive_entry_filetype(ent)) {
     case AE_IFREG:
-        return stage_file(a, ent, path, lim, st, e);
+        return stage_file(a, ent, path, lim, cancel, st, e);
     case AE_IFLNK:
         return archive_entry_symlink(ent)
                    ? stage_alias(path, archive_entry_symlink(ent), 1, st, e)
@@ -292,8 +298,8 @@ static struct archive *open_outer(const char *path, sl_error *e)
     return a;
 }
 
-int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim, sl_stage *st,
-                     sl_error *e)
+int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim,
+                     const atomic_int *cancel, sl_stage *st, sl_error *e)
 {
     memset(st, 0, sizeof(*st));
     st->dirfd = stage_dirfd;
@@ -310,7 +316,7 @@ int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *l
             rc = sl_error_set(e, EFBIG, "over %llu members",
                               (unsigned long long)lim->max_archive_entries);
         else
-            rc = stage_entry(a, ent, lim, st, e);
+            rc = stage_entry(a, ent, lim, cancel, st, e);
     }
     archive_read_free(a);
     return rc < 0 ? sl_error_wrap(e, "read %s", path) : 0;

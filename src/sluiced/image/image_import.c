@@ -2,13 +2,21 @@
  * store as it was (or with unreferenced files that the next open removes):
  * stage the tarball in tmp/, verify every digest, unpack each new layer into
  * tmp/ and check its diff id, sync, rename the layers into layers/, write
- * the blobs, and only then write the index that makes the images visible. */
+ * the blobs, and only then write the index that makes the images visible.
+ *
+ * Everything up to the index is the slow half (sl_image_import_run): it
+ * works on files and on the import alone, against a copy of the layer
+ * records taken at begin, so it can run on a worker thread while the
+ * store's own thread goes on using the store. The commit checks that what
+ * the import counted on is still there (a removal may have run meanwhile)
+ * and writes the index. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,9 +34,13 @@ typedef struct new_layer {
     sl_layer_rec rec;
 } new_layer;
 
-typedef struct import_ctx {
-    sl_image_store *s;
-    const char *path;
+struct sl_image_import {
+    sl_image_store *s; /* run: only its fixed paths and limits */
+    char *path;
+    char *abs; /* realpath of path at begin, for the source record */
+    struct stat fst;
+    sl_layer_rec *have; /* the store's layers at begin */
+    size_t nhave;
     char *stage_dir;
     sl_stage st;
     sl_pending *p;
@@ -37,8 +49,12 @@ typedef struct import_ctx {
     size_t nnl;
     sl_image_ref extra;
     int has_extra;
-    sl_error *e;
-} import_ctx;
+    int ran, run_rc, committed;
+    sl_error err;
+    sl_error *e; /* where the run's errors go (&err) */
+};
+
+typedef sl_image_import import_ctx;
 
 void sl_image_ids_free(char **ids)
 {
@@ -93,7 +109,15 @@ static void layer_usage(const char *dir, sl_layer_rec *rec)
 
 /* ---- unpacking ---- */
 
-static new_layer *find_new(import_ctx *c, const char *diff_id)
+static const sl_layer_rec *had_layer(const import_ctx *c, const char *diff_id)
+{
+    for (size_t i = 0; i < c->nhave; i++)
+        if (!strcmp(c->have[i].diff_id, diff_id))
+            return &c->have[i];
+    return NULL;
+}
+
+static new_layer *find_new(const import_ctx *c, const char *diff_id)
 {
     for (size_t i = 0; i < c->nnl; i++)
         if (!strcmp(c->nl[i].diff_id, diff_id))
@@ -114,6 +138,28 @@ static char *make_tmp_dir(sl_image_store *s, const char *prefix, sl_error *e)
     return dir;
 }
 
+/* Reads a staged layer blob, until the store is cancelled. */
+typedef struct blob_reader {
+    int fd;
+    const atomic_int *cancel;
+    char buf[SL_LAYER_READ_CHUNK];
+} blob_reader;
+
+static ssize_t blob_read(void *ctx, const void **buf)
+{
+    blob_reader *r = ctx;
+    if (atomic_load(r->cancel)) {
+        errno = ECANCELED;
+        return -1;
+    }
+    ssize_t n;
+    do
+        n = read(r->fd, r->buf, sizeof(r->buf));
+    while (n < 0 && errno == EINTR);
+    *buf = r->buf;
+    return n;
+}
+
 /* Unpacks one layer into a new tmp/ directory and checks its diff id. */
 static int unpack_one(import_ctx *c, const sl_pending_layer *pl, uint64_t budget, new_layer *nl)
 {
@@ -126,7 +172,14 @@ static int unpack_one(import_ctx *c, const sl_pending_layer *pl, uint64_t budget
         return dfd < 0 ? sl_error_set(c->e, errno, "open %s", nl->tmp) : -1;
     sl_layer_limits lim = {budget, s->lim.max_layer_entries, s->lim.max_path};
     sl_layer_stats st;
-    if (sl_layer_unpack_fd(bfd, pl->comp, dfd, &lim, &st, c->e) < 0)
+    blob_reader *r = malloc(sizeof(*r));
+    if (!r)
+        return sl_error_set(c->e, ENOMEM, "unpack");
+    r->fd = bfd;
+    r->cancel = &s->cancel;
+    int rc = sl_layer_unpack(blob_read, r, pl->comp, dfd, &lim, &st, c->e);
+    free(r);
+    if (rc < 0)
         return -1;
     if (strcmp(st.diff_id, pl->diff_id) != 0)
         return sl_error_set(c->e, EINVAL, "diff_id mismatch: the config says %s, the content is %s",
@@ -144,7 +197,7 @@ static int unpack_image(import_ctx *c, const sl_pending *p)
     uint64_t used = 0, max = c->s->lim.max_image_bytes;
     for (size_t i = 0; i < p->nlayers; i++) {
         const sl_pending_layer *pl = &p->layers[i];
-        const sl_layer_rec *have = sl_index_layer(c->s, pl->diff_id);
+        const sl_layer_rec *have = had_layer(c, pl->diff_id);
         const new_layer *fresh = find_new(c, pl->diff_id);
         if (have || fresh) { /* unpacked before: its recorded or streamed bytes count */
             used += have ? have->size : fresh->stream;
@@ -262,16 +315,16 @@ static int index_image(import_ctx *c, sl_pending *p)
     return 0;
 }
 
-static int record_source(import_ctx *c, const struct stat *st)
+static int record_source(import_ctx *c)
 {
-    SL_AUTOFREE char *abs = realpath(c->path, NULL);
-    sl_source_rec src = {.path = abs,
+    const struct stat *st = &c->fst;
+    sl_source_rec src = {.path = c->abs,
                          .size = (uint64_t)st->st_size,
                          .ino = st->st_ino,
                          .dev = st->st_dev,
                          .mtime_ns =
                              (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
-    if (!abs)
+    if (!c->abs)
         return 0; /* only an optimisation for import_dir */
     int rc = 0;
     src.has_tags = 1;
@@ -288,7 +341,7 @@ static int record_source(import_ctx *c, const struct stat *st)
     return rc;
 }
 
-static int update_index(import_ctx *c, const struct stat *st)
+static int update_index(import_ctx *c, sl_error *e)
 {
     sl_image_store *s = c->s;
     int rc = 0;
@@ -297,40 +350,77 @@ static int update_index(import_ctx *c, const struct stat *st)
     for (size_t i = 0; rc == 0 && i < c->np; i++)
         rc = index_image(c, &c->p[i]);
     if (rc == 0)
-        rc = record_source(c, st);
+        rc = record_source(c);
     for (size_t i = 0; rc == 0 && i < s->nimg; i++)
         rc = sl_image_rec_refresh(s, s->img[i]);
-    if (rc < 0 || sl_index_save(s, c->e) < 0) {
+    if (rc < 0 || sl_index_save(s, e) < 0) {
         if (rc < 0)
-            sl_error_set(c->e, ENOMEM, "update the index");
+            sl_error_set(e, ENOMEM, "update the index");
         sl_index_reload(s, NULL);
         return -1;
     }
     return 0;
 }
 
+static int exists(const char *path, int dir)
+{
+    struct stat st;
+    return path && lstat(path, &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+
+/* Everything the images need is still there: a removal on the store's
+ * thread may have taken a layer or blob the run counted on. */
+static int still_complete(const import_ctx *c, sl_error *e)
+{
+    for (size_t i = 0; i < c->np; i++) {
+        const sl_pending *p = &c->p[i];
+        for (size_t k = 0; k < p->nlayers; k++) {
+            const char *id = p->layers[k].diff_id;
+            SL_AUTOFREE char *dir = sl_index_layer_dir(c->s, id);
+            if ((!sl_index_layer(c->s, id) && !find_new(c, id)) || !exists(dir, 1))
+                return sl_error_set(e, EAGAIN, "layer %s went away during the import", id);
+        }
+        SL_AUTOFREE char *cfg = sl_index_blob_path(c->s, p->id);
+        SL_AUTOFREE char *man = p->manifest[0] ? sl_index_blob_path(c->s, p->manifest) : NULL;
+        if (!exists(cfg, 0) || (p->manifest[0] && !exists(man, 0)))
+            return sl_error_set(e, EAGAIN, "a blob of image %s went away during the import", p->id);
+    }
+    return 0;
+}
+
 /* ---- driver ---- */
 
-static void import_cleanup(import_ctx *c, int failed)
+/* The run's own temporary files: the staged tarball and unplaced layers. */
+static void remove_tmp(import_ctx *c)
 {
-    for (size_t i = 0; i < c->nnl; i++) {
-        if (failed && c->nl[i].placed) {
-            SL_AUTOFREE char *dst = sl_index_layer_dir(c->s, c->nl[i].diff_id);
-            if (dst && !sl_index_layer(c->s, c->nl[i].diff_id))
-                sl_store_discard_dir(c->s, dst, NULL);
-        }
-        if (c->nl[i].tmp && !c->nl[i].placed)
+    for (size_t i = 0; i < c->nnl; i++)
+        if (c->nl[i].tmp && !c->nl[i].placed) {
             sl_rm_rf(c->nl[i].tmp, NULL);
-        free(c->nl[i].tmp);
-    }
-    free(c->nl);
-    sl_pending_free(c->p, c->np);
+            free(c->nl[i].tmp);
+            c->nl[i].tmp = NULL;
+        }
     if (c->st.dirfd >= 0)
         close(c->st.dirfd);
+    c->st.dirfd = -1;
     sl_stage_fini(&c->st);
     if (c->stage_dir)
         sl_rm_rf(c->stage_dir, NULL);
     free(c->stage_dir);
+    c->stage_dir = NULL;
+}
+
+/* Layers this import placed in layers/ that no index entry took: out of
+ * sight (deleted now, or later when the store defers deletes). */
+static void discard_placed(import_ctx *c)
+{
+    for (size_t i = 0; i < c->nnl; i++) {
+        if (!c->nl[i].placed)
+            continue;
+        SL_AUTOFREE char *dst = sl_index_layer_dir(c->s, c->nl[i].diff_id);
+        if (dst && !sl_index_layer(c->s, c->nl[i].diff_id))
+            sl_store_discard_dir(c->s, dst, NULL);
+        c->nl[i].placed = 0;
+    }
 }
 
 static int stage_and_parse(import_ctx *c)
@@ -340,7 +430,7 @@ static int stage_and_parse(import_ctx *c)
     int dfd = open(c->stage_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return sl_error_set(c->e, errno, "open %s", c->stage_dir);
-    if (sl_stage_archive(c->path, dfd, &c->s->lim, &c->st, c->e) < 0) {
+    if (sl_stage_archive(c->path, dfd, &c->s->lim, &c->s->cancel, &c->st, c->e) < 0) {
         c->st.dirfd = dfd;
         return -1;
     }
@@ -367,35 +457,144 @@ static int fill_ids(const import_ctx *c, char ***ids, sl_error *e)
     return *ids ? 0 : sl_error_set(e, ENOMEM, "import");
 }
 
+static int snapshot_layers(import_ctx *c)
+{
+    if (!c->s->nlay)
+        return 0;
+    c->have = malloc(c->s->nlay * sizeof(*c->have));
+    if (!c->have)
+        return -1;
+    memcpy(c->have, c->s->lay, c->s->nlay * sizeof(*c->have));
+    c->nhave = c->s->nlay;
+    return 0;
+}
+
+/* Counts an import's outcome (the admin listener's metrics; atomic, as
+ * the metrics are read from any thread). */
+static int counted(sl_image_store *s, int rc)
+{
+    __atomic_add_fetch(rc < 0 ? &s->imports_failed : &s->imports_done, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+static sl_image_import *begin(sl_image_store *s, const char *path, const char *extra_tag,
+                              sl_error *e)
+{
+    import_ctx *c = calloc(1, sizeof(*c));
+    if (c) {
+        c->s = s;
+        c->e = &c->err;
+        c->st.dirfd = -1;
+    }
+    if (!c || !(c->path = strdup(path)) || snapshot_layers(c) < 0) {
+        sl_image_import_free(c);
+        sl_error_set(e, ENOMEM, "import %s", path);
+        return NULL;
+    }
+    if (stat(path, &c->fst) < 0) {
+        sl_error_set(e, errno, "import %s", path);
+        sl_image_import_free(c);
+        return NULL;
+    }
+    c->abs = realpath(path, NULL);
+    if (extra_tag && extra_tag[0]) {
+        if (sl_image_ref_parse(extra_tag, &c->extra, e) < 0 || !c->extra.tag[0]) {
+            sl_error_set(e, EINVAL, "import %s: extra tag \"%.300s\" is not a name:tag", path,
+                         extra_tag);
+            sl_image_import_free(c);
+            return NULL;
+        }
+        c->has_extra = 1;
+    }
+    return c;
+}
+
+sl_image_import *sl_image_import_begin(sl_image_store *s, const char *path, const char *extra_tag,
+                                       sl_error *e)
+{
+    sl_image_import *c = begin(s, path, extra_tag, e);
+    if (!c)
+        counted(s, -1);
+    return c;
+}
+
+int sl_image_import_run(sl_image_import *c)
+{
+    int rc = stage_and_parse(c);
+    if (rc == 0)
+        rc = unpack_all(c);
+    if (rc == 0)
+        rc = place_layers(c);
+    if (rc == 0)
+        rc = write_blobs(c);
+    if (rc < 0 && atomic_load(&c->s->cancel))
+        sl_error_set(c->e, ECANCELED, "cancelled");
+    if (rc < 0) /* placed layers no index names: out of sight, then deleted */
+        for (size_t i = 0; i < c->nnl; i++)
+            if (c->nl[i].placed) {
+                SL_AUTOFREE char *dst = sl_index_layer_dir(c->s, c->nl[i].diff_id);
+                if (dst)
+                    sl_store_discard_dir_now(c->s, dst, NULL);
+                c->nl[i].placed = 0;
+            }
+    remove_tmp(c);
+    c->ran = 1;
+    c->run_rc = rc;
+    return rc;
+}
+
+int sl_image_import_commit(sl_image_import *c, char ***ids, sl_error *e)
+{
+    if (ids)
+        *ids = NULL;
+    int rc = c->run_rc;
+    if (!c->ran)
+        rc = sl_error_set(e, EINVAL, "the import has not run");
+    else if (rc < 0 && e)
+        *e = c->err;
+    if (rc == 0)
+        rc = still_complete(c, e);
+    if (rc == 0)
+        rc = update_index(c, e);
+    if (rc == 0)
+        rc = fill_ids(c, ids, e);
+    c->committed = rc == 0;
+    if (rc < 0)
+        discard_placed(c);
+    if (rc == 0 || !e || e->errnum != EAGAIN) /* EAGAIN: the caller runs it again */
+        counted(c->s, rc);
+    return rc < 0 ? sl_error_wrap(e, "import %s", c->path) : 0;
+}
+
+void sl_image_import_free(sl_image_import *c)
+{
+    if (!c)
+        return;
+    if (c->s && !c->committed)
+        discard_placed(c);
+    remove_tmp(c);
+    for (size_t i = 0; i < c->nnl; i++)
+        free(c->nl[i].tmp);
+    free(c->nl);
+    sl_pending_free(c->p, c->np);
+    free(c->have);
+    free(c->path);
+    free(c->abs);
+    free(c);
+}
+
 int sl_image_store_import(sl_image_store *s, const char *path, const char *extra_tag, char ***ids,
                           sl_error *e)
 {
-    import_ctx c = {.s = s, .path = path, .e = e};
-    c.st.dirfd = -1;
     if (ids)
         *ids = NULL;
-    struct stat st;
-    if (stat(path, &st) < 0)
-        return sl_error_set(e, errno, "import %s", path);
-    if (extra_tag && extra_tag[0]) {
-        if (sl_image_ref_parse(extra_tag, &c.extra, e) < 0 || !c.extra.tag[0])
-            return sl_error_set(e, EINVAL, "import %s: extra tag \"%.300s\" is not a name:tag",
-                                path, extra_tag);
-        c.has_extra = 1;
-    }
-    int rc = stage_and_parse(&c);
-    if (rc == 0)
-        rc = unpack_all(&c);
-    if (rc == 0)
-        rc = place_layers(&c);
-    if (rc == 0)
-        rc = write_blobs(&c);
-    if (rc == 0)
-        rc = update_index(&c, &st);
-    if (rc == 0)
-        rc = fill_ids(&c, ids, e);
-    import_cleanup(&c, rc < 0);
-    return rc < 0 ? sl_error_wrap(e, "import %s", path) : 0;
+    sl_image_import *c = sl_image_import_begin(s, path, extra_tag, e);
+    if (!c)
+        return -1;
+    sl_image_import_run(c);
+    int rc = sl_image_import_commit(c, ids, e);
+    sl_image_import_free(c);
+    return rc;
 }
 
 /* ---- directories of tarballs ---- */
@@ -441,8 +640,9 @@ static int gives_missing(const sl_source_rec *src, const sl_image_store *s, cons
            (!src->has_tags || sl_strv_has(&src->tags, want));
 }
 
-/* Was this file imported before, unchanged, and are its images all here
- * (and the wanted tag, if it gave it)? */
+/* Was this file imported before and is it unchanged (and is the wanted
+ * tag here, if it gave it)? Its images need not be: a removed image stays
+ * removed, across restarts too, until a pull of a tag the file gave. */
 static int unchanged(const sl_image_store *s, const char *path, const char *want)
 {
     struct stat st;
@@ -454,9 +654,6 @@ static int unchanged(const sl_image_store *s, const char *path, const char *want
     if (!src || src->size != (uint64_t)st.st_size || src->ino != st.st_ino ||
         src->dev != st.st_dev || src->mtime_ns != mtime || src->ids.n == 0)
         return 0;
-    for (size_t i = 0; i < src->ids.n; i++)
-        if (!sl_index_image(s, src->ids.v[i]))
-            return 0;
     return !gives_missing(src, s, want);
 }
 
@@ -470,6 +667,53 @@ static void want_tag(const char *ref, char *out, size_t n)
         out[0] = '\0';
 }
 
+int sl_image_store_file_unchanged(const sl_image_store *s, const char *path, const char *want)
+{
+    char tag[SL_IMAGE_REF_MAX];
+    want_tag(want, tag, sizeof(tag));
+    return unchanged(s, path, tag);
+}
+
+int sl_image_store_source_gave(const sl_image_store *s, const char *path, const char *ref)
+{
+    char tag[SL_IMAGE_REF_MAX];
+    want_tag(ref, tag, sizeof(tag));
+    SL_AUTOFREE char *abs = realpath(path, NULL);
+    const sl_source_rec *src = abs ? sl_index_source(s, abs) : NULL;
+    if (!src)
+        return -1;
+    return tag[0] && (!src->has_tags || sl_strv_has(&src->tags, tag));
+}
+
+int sl_image_store_dir_changes(const sl_image_store *s, const char *dir, const char *want,
+                               char ***paths, size_t *skipped, sl_error *e)
+{
+    char tag[SL_IMAGE_REF_MAX];
+    want_tag(want, tag, sizeof(tag));
+    sl_strv names = {0}, todo = {0};
+    size_t ns = 0;
+    int rc = list_tars(dir, &names, e);
+    for (size_t i = 0; rc == 0 && i < names.n; i++) {
+        SL_AUTOFREE char *path = sl_path_join(dir, names.v[i]);
+        int same = path && unchanged(s, path, tag);
+        if (!path || (!same && sl_strv_push(&todo, path) < 0))
+            rc = sl_error_set(e, ENOMEM, "scan %s", dir);
+        else if (same)
+            ns++;
+    }
+    sl_strv_free(&names);
+    if (rc == 0 && !todo.v && !(todo.v = calloc(1, sizeof(char *))))
+        rc = sl_error_set(e, ENOMEM, "scan %s", dir);
+    if (rc < 0) {
+        sl_strv_free(&todo);
+        return -1;
+    }
+    *paths = todo.v;
+    if (skipped)
+        *skipped = ns;
+    return 0;
+}
+
 int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *imported, size_t *skipped,
                               sl_error *e)
 {
@@ -479,27 +723,20 @@ int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *import
 int sl_image_store_import_dir_for(sl_image_store *s, const char *dir, const char *want,
                                   size_t *imported, size_t *skipped, sl_error *e)
 {
-    char tag[SL_IMAGE_REF_MAX];
-    want_tag(want, tag, sizeof(tag));
-    size_t ni = 0, ns = 0;
+    char **paths;
+    size_t ni = 0;
     int failed = 0;
-    sl_strv names = {0};
-    if (list_tars(dir, &names, e) < 0)
+    if (sl_image_store_dir_changes(s, dir, want, &paths, skipped, e) < 0)
         return -1;
-    for (size_t i = 0; i < names.n; i++) {
-        SL_AUTOFREE char *path = sl_path_join(dir, names.v[i]);
+    for (size_t i = 0; paths[i]; i++) {
         sl_error err = {0};
-        if (path && unchanged(s, path, tag))
-            ns++;
-        else if (path && sl_image_store_import(s, path, NULL, NULL, &err) == 0)
+        if (sl_image_store_import(s, paths[i], NULL, NULL, &err) == 0)
             ni++;
         else if (!failed++ && e)
             *e = err;
     }
-    sl_strv_free(&names);
+    sl_image_ids_free(paths);
     if (imported)
         *imported = ni;
-    if (skipped)
-        *skipped = ns;
     return failed ? -1 : 0;
 }

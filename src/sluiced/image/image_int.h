@@ -4,6 +4,7 @@
 #define SL_IMAGE_INT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,9 +47,9 @@ typedef struct sl_stage {
 
 /* Copies every regular member of the tarball at path into the (empty)
  * directory stage_dirfd, hashing each; records links as aliases. Returns 0
- * or -1 (*e) on a bad member path or a limit. */
-int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim, sl_stage *st,
-                     sl_error *e);
+ * or -1 (*e) on a bad member path, a limit, or *cancel turning non-zero. */
+int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim,
+                     const atomic_int *cancel, sl_stage *st, sl_error *e);
 /* The file member at path (following aliases), or NULL. */
 const sl_staged *sl_stage_find(const sl_stage *st, const char *path);
 /* Opens a staged member for reading; -1 (*e) on failure. */
@@ -137,6 +138,11 @@ struct sl_image_store {
     sl_source_rec *src;
     size_t nsrc, capsrc;
     sl_image_recovery rec;
+    atomic_int cancel; /* imports running anywhere stop (ECANCELED) */
+    int defer_deletes; /* discarded directories wait in garbage */
+    sl_strv garbage;   /* directories under tmp/ to delete */
+    /* tarball imports that ended well / failed (atomic: read by any thread) */
+    uint64_t imports_done, imports_failed;
 };
 
 /* Loads images.json (a missing file is an empty index). -1 (*e) when it
@@ -169,7 +175,11 @@ const sl_source_rec *sl_index_source(const sl_image_store *s, const char *path);
 char *sl_index_layer_dir(const sl_image_store *s, const char *diff_id);
 char *sl_index_blob_path(const sl_image_store *s, const char *digest);
 /* Renames dir into tmp/, then deletes it: a half-deleted layer is never
- * found under layers/. A missing dir is fine. Returns 0 or -1 (*e). */
+ * found under layers/. A missing dir is fine. Returns 0 or -1 (*e). With
+ * defer_deletes the deletion is left to the caller (garbage); the store's
+ * thread only. */
 int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e);
+/* The same, deleting at once: safe on any thread (it touches no list). */
+int sl_store_discard_dir_now(sl_image_store *s, const char *dir, sl_error *e);
 
 #endif

@@ -34,11 +34,18 @@ const sl_image_recovery *sl_image_store_recovery(const sl_image_store *s)
     return &s->rec;
 }
 
+void sl_image_store_import_counts(const sl_image_store *s, uint64_t *done, uint64_t *failed)
+{
+    *done = __atomic_load_n(&s->imports_done, __ATOMIC_RELAXED);
+    *failed = __atomic_load_n(&s->imports_failed, __ATOMIC_RELAXED);
+}
+
 void sl_image_store_close(sl_image_store *s)
 {
     if (!s)
         return;
     sl_index_clear(s);
+    sl_strv_free(&s->garbage);
     if (s->lockfd >= 0)
         close(s->lockfd); /* releases the flock */
     free(s->root);
@@ -83,6 +90,16 @@ static int take_lock(sl_image_store *s, sl_error *e)
     return 0;
 }
 
+/* Deletes path now, or leaves it to the caller's garbage collection. */
+static int delete_or_defer(sl_image_store *s, const char *path, sl_error *e)
+{
+    if (!s->defer_deletes)
+        return sl_rm_rf(path, e);
+    if (sl_strv_push(&s->garbage, path) < 0)
+        return sl_rm_rf(path, e); /* no memory to wait: now */
+    return 0;
+}
+
 /* Calls fn for every entry of dir except "." and "..". */
 static int for_each_entry(const char *dir, int (*fn)(sl_image_store *, const char *, void *),
                           sl_image_store *s, void *arg, sl_error *e)
@@ -105,7 +122,7 @@ static int remove_tmp_entry(sl_image_store *s, const char *name, void *arg)
 {
     (void)arg;
     SL_AUTOFREE char *p = sl_path_join(s->tmp_dir, name);
-    if (p && sl_rm_rf(p, NULL) == 0)
+    if (p && delete_or_defer(s, p, NULL) == 0)
         s->rec.tmp_removed++;
     return 0;
 }
@@ -146,9 +163,11 @@ static int image_complete(const sl_image_store *s, const sl_image_rec *r)
 }
 
 /* Moves a directory out of sight (into tmp/) before deleting it, so a
- * half-deleted layer is never found under layers/. */
-int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e)
+ * half-deleted layer is never found under layers/. *moved gets where it
+ * went (tmp/gc-XXXXXX, malloc'd), NULL when dir was missing. */
+static int hide_dir(sl_image_store *s, const char *dir, char **moved, sl_error *e)
 {
+    *moved = NULL;
     char tmpl[64];
     snprintf(tmpl, sizeof(tmpl), "gc-XXXXXX");
     SL_AUTOFREE char *dst = sl_path_join(s->tmp_dir, tmpl);
@@ -160,7 +179,25 @@ int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e)
         rmdir(dst);
         return err == ENOENT ? 0 : sl_error_set(e, err, "discard %s", dir);
     }
-    return sl_rm_rf(dst, e);
+    *moved = dst;
+    dst = NULL;
+    return 0;
+}
+
+int sl_store_discard_dir_now(sl_image_store *s, const char *dir, sl_error *e)
+{
+    SL_AUTOFREE char *moved = NULL;
+    if (hide_dir(s, dir, &moved, e) < 0)
+        return -1;
+    return moved ? sl_rm_rf(moved, e) : 0;
+}
+
+int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e)
+{
+    SL_AUTOFREE char *moved = NULL;
+    if (hide_dir(s, dir, &moved, e) < 0)
+        return -1;
+    return moved ? delete_or_defer(s, moved, e) : 0;
 }
 
 static int drop_unused_layer(sl_image_store *s, const char *name, void *arg)
@@ -234,12 +271,19 @@ static int recover(sl_image_store *s, sl_error *e)
 
 sl_image_store *sl_image_store_open(const char *root, const sl_image_limits *limits, sl_error *e)
 {
+    return sl_image_store_open_flags(root, limits, 0, e);
+}
+
+sl_image_store *sl_image_store_open_flags(const char *root, const sl_image_limits *limits,
+                                          unsigned flags, sl_error *e)
+{
     sl_image_store *s = calloc(1, sizeof(*s));
     if (!s) {
         sl_error_set(e, ENOMEM, "open image store");
         return NULL;
     }
     s->lockfd = -1;
+    s->defer_deletes = (flags & SL_IMAGE_DEFER_DELETES) != 0;
     if (limits)
         s->lim = *limits;
     else
@@ -251,6 +295,19 @@ sl_image_store *sl_image_store_open(const char *root, const sl_image_limits *lim
         return NULL;
     }
     return s;
+}
+
+char **sl_image_store_take_garbage(sl_image_store *s)
+{
+    char **v = s->garbage.v;
+    s->garbage.v = NULL;
+    s->garbage.n = 0;
+    return v;
+}
+
+void sl_image_store_cancel(sl_image_store *s)
+{
+    atomic_store(&s->cancel, 1);
 }
 
 /* ---- lookups ---- */

@@ -19,8 +19,11 @@
  * "<repo>@<manifest digest>" for each repository an image is tagged in
  * (docker-archive tarballs carry no manifest, so their images have none).
  *
- * Not thread-safe: one caller at a time (sluiced runs imports on a worker
- * thread and serialises store calls). Imports are synchronous. */
+ * Not thread-safe: the store belongs to one thread (sluiced's loop), with
+ * one exception: the slow half of an import (sl_image_import_run) may run
+ * on another thread while the owner goes on using the store, one import at
+ * a time per store. The synchronous sl_image_store_import does all three
+ * halves at once. */
 #ifndef SL_IMAGE_STORE_H
 #define SL_IMAGE_STORE_H
 
@@ -112,6 +115,22 @@ void sl_image_limits_default(sl_image_limits *l);
  * the root, with EINVAL (naming the file) when images.json is not a valid
  * index. Returns the store, or NULL with *e. */
 sl_image_store *sl_image_store_open(const char *root, const sl_image_limits *limits, sl_error *e);
+/* Flags of sl_image_store_open_flags. SL_IMAGE_DEFER_DELETES: directories
+ * that must go (recovery's leftovers in tmp/, removed images' layers,
+ * layers of failed imports) are moved out of sight at once and deleted by
+ * the caller (sl_image_store_take_garbage), e.g. on a worker thread, so no
+ * store call spends the time of deleting a large tree. */
+#define SL_IMAGE_DEFER_DELETES 1u
+sl_image_store *sl_image_store_open_flags(const char *root, const sl_image_limits *limits,
+                                          unsigned flags, sl_error *e);
+/* The directories waiting to be deleted (with SL_IMAGE_DEFER_DELETES), as a
+ * NULL-terminated malloc'd array of paths under tmp/ (free with
+ * sl_image_ids_free), NULL when none. The caller deletes them (sl_rm_rf)
+ * on any thread; nothing in the store uses them any more. */
+char **sl_image_store_take_garbage(sl_image_store *s);
+/* Makes every import running now or later fail soon with ECANCELED (for
+ * shutdown). Safe from any thread. */
+void sl_image_store_cancel(sl_image_store *s);
 void sl_image_store_close(sl_image_store *s);
 const sl_image_recovery *sl_image_store_recovery(const sl_image_store *s);
 
@@ -129,9 +148,48 @@ const sl_image_recovery *sl_image_store_recovery(const sl_image_store *s);
  * ids in tarball order (free with sl_image_ids_free). */
 int sl_image_store_import(sl_image_store *s, const char *path, const char *extra_tag, char ***ids,
                           sl_error *e);
+/* ---- an import in three halves ----
+ * begin and commit run on the store's thread and are quick; run does the
+ * slow work (staging, digests, unpacking, syncing) and may run on another
+ * thread meanwhile. At most one import per store runs at a time. */
+typedef struct sl_image_import sl_image_import;
+
+/* Checks extra_tag (see sl_image_store_import), notes the file's identity
+ * (for the import-directory record) and the layers the store has. NULL
+ * with *e when path cannot be read or the tag is invalid. */
+sl_image_import *sl_image_import_begin(sl_image_store *s, const char *path, const char *extra_tag,
+                                       sl_error *e);
+/* Stages, verifies and unpacks the new layers, moves them into layers/ and
+ * writes the blobs. Touches no index state. Returns 0 or -1 (the error
+ * comes out of commit). */
+int sl_image_import_run(sl_image_import *imp);
+/* Makes the images visible: the run's error, or EAGAIN when a layer or
+ * blob it counted on went away meanwhile (a removal: begin anew), or the
+ * index write. On success 0 with ids as sl_image_store_import. */
+int sl_image_import_commit(sl_image_import *imp, char ***ids, sl_error *e);
+/* Frees the import; layers it placed that no image took are discarded. */
+void sl_image_import_free(sl_image_import *imp);
+
+/* The "*.tar" files of dir that sl_image_store_import_dir_for(dir, want)
+ * would import now (new, changed, or giving want's missing tag), in name
+ * order, as a NULL-terminated malloc'd array of paths (free with
+ * sl_image_ids_free; an empty array when none); *skipped (may be NULL)
+ * gets the count of the others. Returns 0 or -1 (*e: dir unreadable). */
+int sl_image_store_dir_changes(const sl_image_store *s, const char *dir, const char *want,
+                               char ***paths, size_t *skipped, sl_error *e);
+/* True when the tarball at path was imported before and is unchanged
+ * (path, size, mtime, inode), and, when want is not NULL, did not give
+ * want's name:tag that no image has now. Whether its images are still
+ * present does not matter: a removed image stays removed. */
+int sl_image_store_file_unchanged(const sl_image_store *s, const char *path, const char *want);
+/* 1 when the record of the tarball at path says it gave ref's name:tag
+ * (records from before tags were kept: any tag), 0 when not, -1 when the
+ * tarball has no record (never imported: what it holds is unknown). */
+int sl_image_store_source_gave(const sl_image_store *s, const char *path, const char *ref);
+
 /* Imports every "*.tar" file of dir in name order, skipping files that were
- * imported before (same path, size, mtime and inode) whose images are all
- * still present. A failing file does not stop the others. Counts go to
+ * imported before (same path, size, mtime and inode), even when their
+ * images were removed since. A failing file does not stop the others. Counts go to
  * *imported and *skipped (either may be NULL). Returns 0, or -1 with *e
  * describing the first failure. */
 int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *imported, size_t *skipped,
@@ -142,6 +200,10 @@ int sl_image_store_import_dir(sl_image_store *s, const char *dir, size_t *import
 int sl_image_store_import_dir_for(sl_image_store *s, const char *dir, const char *want,
                                   size_t *imported, size_t *skipped, sl_error *e);
 void sl_image_ids_free(char **ids);
+/* Tarball imports (sl_image_store_import, also through _import_dir) since
+ * the store was opened that ended well and that failed. Safe from any
+ * thread. */
+void sl_image_store_import_counts(const sl_image_store *s, uint64_t *done, uint64_t *failed);
 
 /* Finds an image by id ("sha256:<hex>" or the 64 hex), repo tag (any form
  * that normalises to one: "busybox" is docker.io/library/busybox:latest),

@@ -2,13 +2,10 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fsutil.h"
@@ -174,160 +171,8 @@ bool sl_cni_ready(const char *conf_dir)
     return ok;
 }
 
-/* Reads all of fd up to max bytes. */
-static char *slurp(int fd, size_t max)
-{
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        if (n == cap) {
-            if (cap >= max)
-                break;
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb)
-                break;
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    if (buf)
-        buf[n] = '\0';
-    return buf;
-}
-
-typedef struct exec_env {
-    char cmd[32], id[300], netns[600], ifname[32], path[600], args[900];
-} exec_env;
-
-static void fill_env(exec_env *v, const sl_cni_opts *o, const char *command)
-{
-    snprintf(v->cmd, sizeof(v->cmd), "CNI_COMMAND=%s", command);
-    snprintf(v->id, sizeof(v->id), "CNI_CONTAINERID=%s", o->container_id);
-    snprintf(v->netns, sizeof(v->netns), "CNI_NETNS=%s", o->netns);
-    snprintf(v->ifname, sizeof(v->ifname), "CNI_IFNAME=%s", SL_CNI_IFNAME);
-    snprintf(v->path, sizeof(v->path), "CNI_PATH=%s", o->bin_dir);
-    snprintf(v->args, sizeof(v->args),
-             "CNI_ARGS=IgnoreUnknown=1;K8S_POD_NAMESPACE=%s;K8S_POD_NAME=%s;"
-             "K8S_POD_INFRA_CONTAINER_ID=%s;K8S_POD_UID=%s",
-             o->pod_namespace ? o->pod_namespace : "", o->pod_name ? o->pod_name : "",
-             o->container_id, o->pod_uid ? o->pod_uid : "");
-}
-
-/* The plugin in the first directory of the ':'-separated list that has
- * it (CNI_PATH is such a list too). */
-static char *find_plugin(const char *dirs, const char *type)
-{
-    if (strchr(type, '/'))
-        return NULL;
-    SL_AUTOFREE char *copy = strdup(dirs);
-    char *save = NULL;
-    for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
-        char *exe = sl_path_join(d, type);
-        if (exe && access(exe, X_OK) == 0)
-            return exe;
-        free(exe);
-    }
-    return NULL;
-}
-
-/* Runs one plugin with conf on stdin; returns its stdout (malloc'd) and
- * sets *status to its exit status. NULL when it could not run. */
-static char *run_plugin(const sl_cni_opts *o, const char *command, const char *type,
-                        const char *conf, int *status, sl_error *e)
-{
-    SL_AUTOFREE char *exe = find_plugin(o->bin_dir, type);
-    if (!exe) {
-        sl_error_set(e, ENOENT, "CNI plugin %s not found in %s", type, o->bin_dir);
-        return NULL;
-    }
-    exec_env v;
-    fill_env(&v, o, command);
-    char *envp[] = {
-        v.cmd, v.id, v.netns, v.ifname, v.path, v.args, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    int in[2], out[2];
-    if (pipe2(in, O_CLOEXEC) < 0) {
-        sl_error_set(e, errno, "pipe");
-        return NULL;
-    }
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        sl_error_set(e, errno, "pipe");
-        close(in[0]);
-        close(in[1]);
-        return NULL;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        char *argv[] = {exe, NULL};
-        execve(exe, argv, envp);
-        _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    /* Plugin configs are small: they fit the pipe, so writing first cannot
-     * deadlock against the plugin's output. */
-    size_t len = strlen(conf), off = 0;
-    while (pid > 0 && off < len) {
-        ssize_t w = write(in[1], conf + off, len - off);
-        if (w <= 0 && errno != EINTR)
-            break;
-        if (w > 0)
-            off += (size_t)w;
-    }
-    close(in[1]);
-    char *res = pid > 0 ? slurp(out[0], SL_CNI_MAX_OUTPUT) : NULL;
-    close(out[0]);
-    if (pid < 0) {
-        sl_error_set(e, errno, "fork");
-        return NULL;
-    }
-    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
-        ;
-    return res;
-}
-
-/* The text of a CNI error answer ({"code":N,"msg":"..","details":".."}). */
-static void plugin_error(sl_error *e, const char *command, const char *type, const char *out)
-{
-    json_t *j = out ? json_loads(out, 0, NULL) : NULL;
-    const char *msg = json_string_value(json_object_get(j, "msg"));
-    const char *details = json_string_value(json_object_get(j, "details"));
-    sl_error_set(e, 0, "CNI %s with plugin %s failed: %s%s%s", command, type,
-                 msg ? msg : (out && *out ? out : "no answer"), details ? ": " : "",
-                 details ? details : "");
-    json_decref(j);
-}
-
-static int invoke(const sl_cni_opts *o, json_t *list, size_t i, const char *command,
-                  const json_t *caps, json_t *prev, json_t **result, sl_error *e)
-{
-    json_t *plugin = sl_cni_plugin_conf(list, i, caps, prev, e);
-    if (!plugin)
-        return -1;
-    const char *type = json_string_value(json_object_get(plugin, "type"));
-    SL_AUTOFREE char *conf = json_dumps(plugin, JSON_COMPACT);
-    int status = -1;
-    SL_AUTOFREE char *out = conf ? run_plugin(o, command, type, conf, &status, e) : NULL;
-    int rc = 0;
-    if (!out)
-        rc = -1;
-    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        rc = (plugin_error(e, command, type, out), -1);
-    else if (result && *out)
-        *result = json_loads(out, 0, NULL);
-    json_decref(plugin);
-    return rc;
-}
-
 /* The addresses of the pod's interface in a result object. */
-static size_t result_ips(json_t *res, char **ips, size_t max)
+size_t sl_cni_result_obj_ips(json_t *res, char **ips, size_t max)
 {
     json_t *ifs = json_object_get(res, "interfaces");
     size_t n = 0, i;
@@ -354,68 +199,7 @@ static size_t result_ips(json_t *res, char **ips, size_t max)
 size_t sl_cni_result_ips(const char *result, char **ips, size_t max)
 {
     json_t *res = result ? json_loads(result, 0, NULL) : NULL;
-    size_t n = res ? result_ips(res, ips, max) : 0;
+    size_t n = res ? sl_cni_result_obj_ips(res, ips, max) : 0;
     json_decref(res);
     return n;
-}
-
-int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e)
-{
-    *ip = *result = NULL;
-    json_t *list = load_list(o->conf_dir, e);
-    if (!list)
-        return -1;
-    json_t *caps = sl_cni_capability_args(o);
-    if (!caps) {
-        json_decref(list);
-        return sl_error_set(e, ENOMEM, "CNI capability args");
-    }
-    json_t *prev = NULL;
-    size_t n = json_array_size(json_object_get(list, "plugins"));
-    for (size_t i = 0; i < n; i++) {
-        json_t *res = NULL;
-        if (invoke(o, list, i, "ADD", caps, prev, &res, e) < 0) {
-            SL_AUTOFREE char *undo = prev ? json_dumps(prev, JSON_COMPACT) : NULL;
-            json_decref(prev);
-            json_decref(list);
-            json_decref(caps);
-            sl_error ignored;
-            sl_cni_del(o, undo, &ignored);
-            return -1;
-        }
-        if (res) { /* a plugin that prints nothing passes the previous result on */
-            json_decref(prev);
-            prev = res;
-        }
-    }
-    *ip = NULL;
-    if (prev)
-        result_ips(prev, ip, 1);
-    *result = prev ? json_dumps(prev, JSON_COMPACT) : strdup("{}");
-    json_decref(prev);
-    json_decref(list);
-    json_decref(caps);
-    return 0;
-}
-
-int sl_cni_del(const sl_cni_opts *o, const char *result, sl_error *e)
-{
-    json_t *list = load_list(o->conf_dir, e);
-    if (!list)
-        return -1;
-    json_t *prev = result ? json_loads(result, 0, NULL) : NULL;
-    json_t *caps = sl_cni_capability_args(o);
-    size_t n = json_array_size(json_object_get(list, "plugins"));
-    int rc = 0;
-    sl_error one;
-    for (size_t i = n; i-- > 0;)
-        if (invoke(o, list, i, "DEL", caps, prev, NULL, &one) < 0 && rc == 0) {
-            rc = -1;
-            if (e)
-                *e = one;
-        }
-    json_decref(caps);
-    json_decref(prev);
-    json_decref(list);
-    return rc;
 }

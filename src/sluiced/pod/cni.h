@@ -8,12 +8,16 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
 #include "sys_error.h"
 
-#include <jansson.h>
-#include <stddef.h>
-
 #define SL_CNI_MAX_OUTPUT (1024 * 1024) /* bytes of one plugin answer */
+/* How long one plugin may run (config cni-plugin-timeout-ms). */
+#define SL_CNI_DEFAULT_PLUGIN_TIMEOUT_MS 60000u
+#define SL_CNI_TIMEOUT_KEY "cni-plugin-timeout-ms"
 #define SL_CNI_IFNAME "eth0"
 #define SL_CNI_MAX_IPS 16 /* pod addresses taken from a result */
 /* The capability (CNI CONVENTIONS.md) that carries host ports. */
@@ -38,6 +42,9 @@ typedef struct sl_cni_opts {
      * DEL alike (portmap removes its rules only when it gets them). */
     const sl_cni_portmap *portmaps;
     size_t n_portmaps;
+    /* Each plugin is killed (its process group) when it runs longer; 0:
+     * no limit. */
+    uint32_t plugin_timeout_ms;
 } sl_cni_opts;
 
 /* The capability args of o as a JSON object ({"portMappings": [...]}, or
@@ -70,14 +77,34 @@ bool sl_cni_ready(const char *conf_dir);
  * NULL with *e when there is none or it does not parse. */
 json_t *sl_cni_config(const char *conf_dir, char **path, sl_error *e);
 
-/* Runs ADD. On success returns 0 and the pod IP (without prefix length)
- * in *ip and the final result JSON in *result (both malloc'd; *ip may be
- * NULL when the result has no address). Returns -1 (*e) on failure; the
- * plugins already run are then undone with DEL. */
-int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e);
+/* The addresses in a parsed result (see sl_cni_result_ips). */
+size_t sl_cni_result_obj_ips(json_t *res, char **ips, size_t max);
 
-/* Runs DEL in reverse order with the result ADD gave (may be NULL). Every
- * plugin runs even when one fails; returns -1 (*e, the first failure) or 0. */
+/* The end of an ADD or DEL: rc 0 with (ADD) the pod IP (without prefix
+ * length; NULL when the result has none) and the final result JSON, or rc
+ * -1 with *e. Everything is borrowed for the callback's duration. */
+typedef void (*sl_cni_done_fn)(void *arg, int rc, const char *ip, const char *result,
+                               const sl_error *e);
+
+/* Starts ADD on loop: the plugins run one after the other as children of
+ * the loop (proc/child.h), each with o->plugin_timeout_ms. Everything of
+ * o is copied. Returns 0 and calls done once later, or -1 (*e) when
+ * nothing ran (no usable configuration, ENOMEM). On a failure (a plugin
+ * not found, failing, timing out) the plugins are undone with DEL before
+ * done gets the error, which names the plugin. */
+int sl_cni_add_start(uv_loop_t *loop, const sl_cni_opts *o, sl_cni_done_fn done, void *arg,
+                     sl_error *e);
+
+/* Starts DEL in reverse order with the result ADD gave (may be NULL).
+ * Every plugin runs even when one fails; done gets the first failure.
+ * Returns 0 (done comes later) or -1 (*e) when nothing ran. */
+int sl_cni_del_start(uv_loop_t *loop, const sl_cni_opts *o, const char *result, sl_cni_done_fn done,
+                     void *arg, sl_error *e);
+
+/* ADD and DEL waiting for the end on a private loop (tests and tools; not
+ * for sluiced's loop). ADD: 0 with *ip (may be NULL) and *result
+ * malloc'd, or -1 (*e). */
+int sl_cni_add(const sl_cni_opts *o, char **ip, char **result, sl_error *e);
 int sl_cni_del(const sl_cni_opts *o, const char *result, sl_error *e);
 
 #endif

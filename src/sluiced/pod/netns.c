@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -170,7 +171,30 @@ static int ns_flags(const sl_pod_ns_opts *o)
     return (o->host_network ? 0 : CLONE_NEWNET | CLONE_NEWUTS) | (o->host_ipc ? 0 : CLONE_NEWIPC);
 }
 
-/* Forks the child, waits for its report, pins what it made. */
+/* The child's report, within SL_POD_NS_TIMEOUT_MS (the kernel can take
+ * long to set up a network namespace while many are being torn down); a
+ * child that takes longer is killed. */
+static int read_report(int fd, pid_t pid, child_report *r, sl_error *e)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, SL_POD_NS_TIMEOUT_MS)) < 0 && errno == EINTR)
+        ;
+    if (n == 0) {
+        kill(pid, SIGKILL);
+        return sl_error_set(e, 0, "the pod's namespaces were not ready within %d ms: killed",
+                            SL_POD_NS_TIMEOUT_MS);
+    }
+    ssize_t got;
+    while ((got = read(fd, r, sizeof(*r))) < 0 && errno == EINTR)
+        ;
+    if (got != (ssize_t)sizeof(*r))
+        return sl_error_set(e, 0, "cannot prepare the pod's namespaces (the helper process died)");
+    return 0;
+}
+
+/* Forks the child, waits for its report, pins what it made. Runs on a
+ * worker thread (never on sluiced's loop). */
 static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH_MAX], sl_error *e)
 {
     int flags = ns_flags(o);
@@ -196,8 +220,8 @@ static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH
     child_report r;
     if (pid < 0)
         rc = sl_error_set(e, errno, "fork");
-    else if (read(ready[0], &r, sizeof(r)) != (ssize_t)sizeof(r))
-        rc = sl_error_set(e, 0, "cannot prepare the pod's namespaces (the helper process died)");
+    else if (read_report(ready[0], pid, &r, e) < 0)
+        rc = -1;
     else if (r.step != STEP_READY)
         rc = report_error(o, &r, paths, e);
     for (size_t i = 0; rc == 0 && i < 3; i++)
@@ -206,7 +230,8 @@ static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH
     close(done[1]);
     close(ready[0]);
     if (pid > 0)
-        waitpid(pid, NULL, 0);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
     return rc;
 }
 

@@ -10,6 +10,9 @@
 
 #include "sys_error.h"
 
+/* How long the helper child may take to create the namespaces. */
+#define SL_POD_NS_TIMEOUT_MS 30000
+
 typedef struct sl_pod_sysctl {
     const char *name; /* either form of pod/sysctl.h, already checked */
     const char *value;
@@ -26,7 +29,8 @@ typedef struct sl_pod_ns_opts {
     size_t n_sysctls;
 } sl_pod_ns_opts;
 
-/* Creates and pins the requested namespaces; loopback is brought up in a
+/* Creates and pins the requested namespaces (forks a helper and waits for
+ * it: call it from a worker thread, not from an event loop); loopback is brought up in a
  * new network namespace and the sysctls are written from inside them, so
  * every container that joins sees them. Returns 0 or -1 (*e; code
  * INVALID_ARGUMENT naming `linux.sysctls["name"]` when the kernel has no

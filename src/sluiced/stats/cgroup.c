@@ -1,4 +1,5 @@
 #include "stats/cgroup.h"
+#include "stats/decimal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,22 +22,6 @@
 
 /* ---- parsers ---- */
 
-static bool parse_u64(const char *s, const char **end, uint64_t *v)
-{
-    if (*s < '0' || *s > '9')
-        return false;
-    uint64_t n = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (n > (UINT64_MAX - d) / 10)
-            return false;
-        n = n * 10 + d;
-    }
-    *end = s;
-    *v = n;
-    return true;
-}
-
 static bool only_space(const char *s)
 {
     for (; *s; s++)
@@ -52,7 +37,7 @@ bool sl_cg_parse_value(const char *text, uint64_t *v)
         *v = SL_CG_NO_LIMIT;
         return true;
     }
-    if (!parse_u64(text, &end, v) || !only_space(end))
+    if (!sl_decimal_u64(text, &end, v) || !only_space(end))
         return false;
     if (*v > SL_CG_UNLIMITED_ABOVE)
         *v = SL_CG_NO_LIMIT;
@@ -64,8 +49,8 @@ bool sl_cg_keyed(const char *text, const char *key, uint64_t *v)
     size_t klen = strlen(key);
     for (const char *line = text; line && *line;) {
         const char *end;
-        if (!strncmp(line, key, klen) && line[klen] == ' ' && parse_u64(line + klen + 1, &end, v) &&
-            (*end == '\n' || *end == '\0'))
+        if (!strncmp(line, key, klen) && line[klen] == ' ' &&
+            sl_decimal_u64(line + klen + 1, &end, v) && (*end == '\n' || *end == '\0'))
             return true;
         line = strchr(line, '\n');
         if (line)

@@ -1,4 +1,5 @@
 #include "stats/netdev.h"
+#include "stats/decimal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,16 +21,8 @@ static bool parse_fields(const char *s, uint64_t f[NETDEV_FIELDS])
     for (int i = 0; i < NETDEV_FIELDS; i++) {
         while (*s == ' ' || *s == '\t')
             s++;
-        if (*s < '0' || *s > '9')
+        if (!sl_decimal_u64(s, &s, &f[i]))
             return false;
-        uint64_t n = 0;
-        for (; *s >= '0' && *s <= '9'; s++) {
-            unsigned d = (unsigned)(*s - '0');
-            if (n > (UINT64_MAX - d) / 10)
-                return false;
-            n = n * 10 + d;
-        }
-        f[i] = n;
     }
     return true;
 }

@@ -73,7 +73,10 @@ export class KubeFront {
   async launch() {
     const args = [...this.flags(0), '--runtime-endpoint', this.opts.endpoint,
       '--node-name', 'sluice-node', ...(this.opts.args || [])];
-    this.proc = spawn(SLUICE_KUBE, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // opts.asanOptions: e.g. a small quarantine where a test measures RSS
+    const asan = [process.env.ASAN_OPTIONS, this.opts.asanOptions].filter(Boolean).join(':');
+    const env = asan ? { ...process.env, ASAN_OPTIONS: asan } : process.env;
+    this.proc = spawn(SLUICE_KUBE, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.proc.stdout.on('data', (d) => { this.stdout += d; });
     this.proc.stderr.on('data', (d) => { this.stderr += d; });
     this.exitPromise = new Promise((resolve) => {

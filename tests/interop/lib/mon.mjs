@@ -187,9 +187,10 @@ export class Mon {
     return pidAlive(this.pid);
   }
 
+  // The monitor's own log sits with the pod's state (STATE/pods/ID/mon.log).
   log() {
     try {
-      return fs.readFileSync(path.join(this.runDir, 'mon.log'), 'utf8');
+      return fs.readFileSync(path.join(this.stateDir, 'pods', this.podId, 'mon.log'), 'utf8');
     } catch {
       return '';
     }
