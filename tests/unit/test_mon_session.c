@@ -103,7 +103,9 @@ static void test_limits(void **st)
     in.stream.idle_timeout_ms = 5000;
     in.stream.output_high_water = 1234;
     in.stream.max_sessions = 7;
+    in.stream.tty_size_wait_ms = 0; /* start at once: 0 must survive */
     in.pf_connect_timeout_ms = 99;
+    in.attach_backlog = 8u << 20;
     json_t *j = sl_mon_session_limits_json(&in);
     sl_mon_session_limits out;
     const char *why = NULL;
@@ -112,14 +114,23 @@ static void test_limits(void **st)
     assert_int_equal(out.stream.output_high_water, 1234);
     assert_int_equal(out.stream.max_sessions, 7);
     assert_int_equal(out.pf_connect_timeout_ms, 99);
+    assert_int_equal(out.stream.tty_size_wait_ms, 0);
+    assert_int_equal(out.attach_backlog, 8u << 20);
     assert_int_equal(out.stream.max_ws_message, SL_DEFAULT_MAX_WS_MESSAGE);
     json_decref(j);
     /* absent: the defaults */
     assert_int_equal(sl_mon_session_limits_parse(NULL, &out, &why), 0);
     assert_int_equal(out.stream.creation_timeout_ms, SL_DEFAULT_CREATION_TIMEOUT_MS);
     assert_int_equal(out.pf_connect_timeout_ms, SL_MON_PF_CONNECT_TIMEOUT_MS);
-    const char *bad[] = {"[]", "{\"idle_timeout_ms\":0}", "{\"max_head_size\":10}",
-                         "{\"output_high_water\":\"1\"}", "{\"max_sessions\":4294967296}"};
+    assert_int_equal(out.stream.tty_size_wait_ms, SL_DEFAULT_TTY_SIZE_WAIT_MS);
+    assert_int_equal(out.attach_backlog, 0); /* the monitor's default */
+    const char *bad[] = {"[]",
+                         "{\"idle_timeout_ms\":0}",
+                         "{\"max_head_size\":10}",
+                         "{\"output_high_water\":\"1\"}",
+                         "{\"max_sessions\":4294967296}",
+                         "{\"tty_size_wait_ms\":-1}",
+                         "{\"attach_backlog\":\"8M\"}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *b = json_loads(bad[i], 0, NULL);
         if (sl_mon_session_limits_parse(b, &out, &why) == 0)
