@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "mon.h"
@@ -24,7 +25,7 @@ typedef struct sess {
     struct sess *next;
     mon *m;
     sl_stream_kind kind; /* exec or attach */
-    char id[32];         /* exec_id or attach session; "m" + a counter */
+    char id[33];         /* exec_id or attach session: 32 hex digits, as sluiced's */
     char ctr_id[SL_MON_MAX_ID + 1];
     sl_proc *proc; /* NULL once ended or cancelled */
     bool running;  /* the exec or attach has started */
@@ -42,6 +43,21 @@ struct mon_sess_state {
 
 /* ---- registry ---- */
 
+/* Random like sluiced's session ids (so neither side's ids collide and
+ * messages read the same); a counter when the kernel has no entropy. */
+static void new_id(struct mon_sess_state *st, char out[33])
+{
+    uint8_t b[16];
+    ++st->next_id;
+    if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+        snprintf(out, 33, "%016llx%016llx", (unsigned long long)getpid(),
+                 (unsigned long long)st->next_id);
+        return;
+    }
+    for (size_t i = 0; i < sizeof(b); i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
 static sess *sess_new(mon *m, sl_stream_kind kind, const char *ctr_id)
 {
     struct mon_sess_state *st = m->sess;
@@ -51,7 +67,7 @@ static sess *sess_new(mon *m, sl_stream_kind kind, const char *ctr_id)
     s->m = m;
     s->kind = kind;
     snprintf(s->ctr_id, sizeof(s->ctr_id), "%s", ctr_id);
-    snprintf(s->id, sizeof(s->id), "m%llu", (unsigned long long)++st->next_id);
+    new_id(st, s->id);
     s->next = st->list;
     st->list = s;
     return s;
@@ -142,7 +158,11 @@ static void started_cb(mon *m, void *arg, bool ok, const json_t *fields, int *fd
     if (!ok || !s->proc) {
         ignore_reply(m, NULL, ok, NULL, fds, names, nfds, NULL);
         if (s->proc) {
-            end_proc(s, true, 0, err);
+            char msg[SL_MON_ERR_TEXT + 512]; /* worded as sluiced's (stream_runtime.c) */
+            snprintf(msg, sizeof(msg), "%s%s",
+                     s->kind == SL_STREAM_EXEC ? "failed to exec in container: " : "",
+                     err ? err : "failed");
+            end_proc(s, true, 0, msg);
             return;
         }
         /* cancelled meanwhile: an exec that did start must not linger */
