@@ -14,8 +14,12 @@
 #include "mon_loop.h"
 #include "mon_proto.h"
 
-#define SL_MON_READ_CHUNK 65536        /* bytes per read of container output */
-#define SL_MON_READS_PER_WAKE 8        /* reads of one fd before others get a turn */
+#define SL_MON_READ_CHUNK 65536 /* bytes per read of container output */
+#define SL_MON_READS_PER_WAKE 8 /* reads of one fd before others get a turn */
+/* An attach session's output pipe holds what one wakeup reads: a session
+ * served on the monitor's own loop drains it once per wakeup, so with the
+ * default 64 KiB pipe it fell behind a container writing at full speed. */
+#define SL_MON_ATTACH_PIPE_SIZE (SL_MON_READ_CHUNK * SL_MON_READS_PER_WAKE)
 #define SL_MON_STDIN_HIGH_WATER 262144 /* queued stdin bytes that pause attach input */
 #define SL_MON_DRAIN_MS 2000           /* wait for output EOF after a process exited */
 #define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */

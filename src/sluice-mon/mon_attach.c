@@ -206,12 +206,15 @@ static const char *check(const mon_ctr *c, const char *session, bool in, bool ou
     return NULL;
 }
 
-/* Our end non-blocking, both close-on-exec. */
+/* Our end non-blocking, both close-on-exec; an output pipe (ours = 1)
+ * sized to one wakeup's reads (best effort: pipe-max-size may be lower). */
 static int make_pipe(int p[2], int ours)
 {
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
     fcntl(p[ours], F_SETFL, O_NONBLOCK);
+    if (ours == 1)
+        (void)fcntl(p[1], F_SETPIPE_SZ, (int)SL_MON_ATTACH_PIPE_SIZE);
     return 0;
 }
 

@@ -9,13 +9,15 @@
 //     (kubectl: from its first whole line);
 //   - a client that stops reading is cut: once it reads again it gets what
 //     was sent before the cut, then InternalError "attach client fell more
-//     than 8388608 bytes behind (attach-backlog)"; sluiced logs it; the log
+//     than 8388608 bytes behind (attach-backlog)"; the pod monitor, which
+//     serves the session, logs it (STATE/pods/ID/mon.log); the log
 //     kept growing while it stalled (a held container's log stops), and a
 //     fast client attached at the same time went on.
 // A 1 MiB backlog left too little slack for a client on a loaded 2-core
 // machine (a pause of node or of an ASan sluiced of ~0.3 s cut it).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { KubeFront, kubeSkipReason, runPodRetry, sleep, TRANSPORTS } from './lib/kubefront.mjs';
 import { SluicedInstance, skipReason } from './lib/sluiced.mjs';
@@ -55,12 +57,14 @@ describe('attach to a container writing as fast as it can', { skip, timeout: 180
   let sd;
   let ctr;
   let logPath;
+  let monLog; // the pod monitor's log: the sessions live there
 
   before(async () => {
     sd = await SluicedInstance.start({ label: 'attbl', args: ['--attach-backlog', String(BACKLOG)] });
     const pod = await runPodRetry(sd, 'yes', { hostNetwork: true });
     ctr = await sd.runContainer(pod, 'y', { command: ['yes'] });
     logPath = sd.logPath(pod, 'y');
+    monLog = path.join(sd.stateDir, 'pods', pod.id, 'mon.log');
   }, { timeout: 60000 });
 
   after(async () => {
@@ -132,11 +136,11 @@ describe('attach to a container writing as fast as it can', { skip, timeout: 180
       const f = await attachWs((d) => fast.feed(d));
       const stalled = new YesChecker();
       const s = await attachWs((d) => stalled.feed(d));
-      const mark = sd.proc.stderr.length; // earlier tests' lines do not count
+      const mark = fs.statSync(monLog).size; // earlier tests' lines do not count
       s.ws._socket.pause(); // TCP back-pressure from here on
-      const cutLine = new RegExp('sluiced: attach session \\w+ to container \\w+ ended: attach ' +
+      const cutLine = new RegExp(`container ${ctr}: attach session \\w+ ended: attach ` +
         `client fell more than ${BACKLOG} bytes behind \\(attach-backlog\\)`);
-      const cut = () => cutLine.test(sd.proc.stderr.slice(mark));
+      const cut = () => cutLine.test(fs.readFileSync(monLog).subarray(mark).toString());
       const rates = [];
       do rates.push(await logRate(500));
       while (rates.length * 500 < CUT_WITHIN_MS && !cut());
