@@ -11,6 +11,8 @@ import { after, describe, test } from 'node:test';
 import { serverFixture, stopTest } from './lib/fixture.mjs';
 import { EXIT, goClientSkip, runGoClient } from './lib/goclient.mjs';
 import { sleep } from './lib/hostd.mjs';
+import { runPodRetry } from './lib/kubefront.mjs';
+import { SluicedInstance, skipReason } from './lib/sluiced.mjs';
 import { CH, SUCCESS_JSON, V1, V4, V5, connect } from './lib/session.mjs';
 
 const WAIT_MS = 5000;
@@ -124,5 +126,39 @@ describe('SPDY (the Go client on spdystream)', { skip: goClientSkip() }, () => {
     });
   }
 });
+
+// sluiced hands each session to the pod's monitor, which serves it: the
+// monitor's session must wait sluiced's tty-size-wait-ms, not libsluice's
+// 100 ms default (a size sent after 1 s would then come too late).
+describe('sluiced: the pod monitor serving the session waits tty-size-wait-ms',
+  { skip: skipReason(), timeout: 120000 }, () => {
+    const SD_WAIT_MS = 3000;
+    let sd;
+    let ctr;
+
+    after(async () => { if (sd) await sd.stop(); }, { timeout: 60000 });
+
+    test('set up a pod', async () => {
+      sd = await SluicedInstance.start({ label: 'ttywait',
+        args: ['--tty-size-wait-ms', String(SD_WAIT_MS)] });
+      const pod = await runPodRetry(sd, 'ttywait', { hostNetwork: true });
+      ctr = await sd.runContainer(pod, 'c', { command: ['sleep', '100000'] });
+    }, { timeout: 90000 });
+
+    const url = async () => (await sd.execUrl(ctr, ['stty', 'size'], { tty: true }))
+      .replace(/^http/, 'ws');
+
+    test('a size sent 1 s after the streams is the size the process starts with', async () => {
+      const { s } = await wsRun(await url(), V5, { delayMs: 1000 });
+      assert.equal(s.text(CH.STDOUT), '30 100\r\n', s.summary());
+      assert.equal(s.text(CH.ERROR), SUCCESS_JSON);
+    });
+
+    test('no size sent: the process starts after tty-size-wait-ms', async () => {
+      const { s, ms } = await wsRun(await url(), V5, { size: null });
+      assert.ok(ms >= SD_WAIT_MS - 50, `ended after ${ms} ms`);
+      assert.equal(s.text(CH.ERROR), SUCCESS_JSON, s.summary());
+    });
+  });
 
 stopTest(fx);
