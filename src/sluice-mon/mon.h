@@ -15,11 +15,14 @@
 #include "mon_proto.h"
 
 #define SL_MON_READ_CHUNK 65536 /* bytes per read of container output */
-#define SL_MON_READS_PER_WAKE 8 /* reads of one fd before others get a turn */
-/* An attach session's output pipe holds what one wakeup reads: a session
- * served on the monitor's own loop drains it once per wakeup, so with the
- * default 64 KiB pipe it fell behind a container writing at full speed. */
-#define SL_MON_ATTACH_PIPE_SIZE (SL_MON_READ_CHUNK * SL_MON_READS_PER_WAKE)
+/* Reads of one fd before others get a turn. One: the attach sessions this
+ * monitor serves run on its loop, and a wakeup's reads (and their log
+ * lines) are time in which no session writes to its client. */
+#define SL_MON_READS_PER_WAKE 1
+/* An attach session's output pipe: slack for a session served on the
+ * monitor's own loop, which drains it once per wakeup (with the default
+ * 64 KiB pipe it fell behind a container writing at full speed). */
+#define SL_MON_ATTACH_PIPE_SIZE (8 * SL_MON_READ_CHUNK)
 #define SL_MON_STDIN_HIGH_WATER 262144 /* queued stdin bytes that pause attach input */
 #define SL_MON_DRAIN_MS 2000           /* wait for output EOF after a process exited */
 #define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */
