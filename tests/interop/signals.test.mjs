@@ -132,7 +132,10 @@ describe('sluicectl on SIGTERM and SIGINT', { skip, timeout: 240000 }, () => {
             process.kill(Number(fs.readFileSync(`${dir}/${name}.pid`, 'utf8')), sig);
             const code = sig === 'SIGTERM' ? 143 : 130;
             await tm.waitScreen(new RegExp(`EXIT=${code}$`, 'm'), END_MS);
-            assert.equal(fs.readFileSync(`${dir}/${name}.after`, 'utf8'),
+            // the script's `stty -g` runs after the EXIT line: wait for its output
+            const after = `${dir}/${name}.after`;
+            for (let i = 0; i < 100 && !(fs.existsSync(after) && fs.statSync(after).size); i++) await sleep(50);
+            assert.equal(fs.readFileSync(after, 'utf8'),
               fs.readFileSync(`${dir}/${name}.before`, 'utf8'), 'terminal settings restored');
           } finally {
             tm.kill();

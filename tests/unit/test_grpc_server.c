@@ -426,16 +426,6 @@ static void test_bad_preface(void **state)
                      SL_ERR_PROTO);
 }
 
-static void test_shutdown_goaway(void **state)
-{
-    fixture *f = *state;
-    pump(f);
-    sl_grpc_conn_shutdown(f->conn);
-    server_to_client(f);
-    assert_false(sl_grpc_conn_want_read(f->conn));
-    assert_false(sl_grpc_conn_want_write(f->conn));
-}
-
 /* ---- the CRI table ------------------------------------------------------ */
 
 /* Version and Status need only the config, so the context is filled by
@@ -561,7 +551,6 @@ int main(void)
         T(test_client_cancel),
         T(test_conn_free_cancels),
         T(test_bad_preface),
-        T(test_shutdown_goaway),
         T(test_cri_version),
         T(test_cri_status),
         cmocka_unit_test(test_cri_table),

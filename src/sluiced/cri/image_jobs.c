@@ -302,28 +302,12 @@ int sl_imgq_after(sl_imgq *q, sl_waitq_fn fn, void *arg)
     return 0;
 }
 
-typedef struct retry {
-    sl_grpc_handler handler;
-    sl_grpc_call *call;
-    void *arg;
-} retry;
-
-static void retry_cb(void *arg)
-{
-    retry *r = arg;
-    r->handler(r->call, r->arg);
-    free(r);
-}
-
 void sl_imgq_retry(sl_imgq *q, sl_grpc_handler handler, sl_grpc_call *call, void *arg)
 {
-    retry *r = malloc(sizeof(*r));
-    if (r) {
-        *r = (retry){handler, call, arg};
-        if (sl_imgq_after(q, retry_cb, r) == 0)
-            return;
-        free(r);
-    }
+    void *r = sl_call_retry_new(handler, call, arg);
+    if (r && sl_imgq_after(q, sl_call_retry_run, r) == 0)
+        return;
+    free(r);
     sl_grpc_call_fail(call, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }
 

@@ -43,7 +43,15 @@ typedef struct retry {
     void *arg;
 } retry;
 
-static void retry_cb(void *arg)
+void *sl_call_retry_new(sl_grpc_handler handler, sl_grpc_call *call, void *arg)
+{
+    retry *r = malloc(sizeof(*r));
+    if (r)
+        *r = (retry){handler, call, arg};
+    return r;
+}
+
+void sl_call_retry_run(void *arg)
 {
     retry *r = arg;
     r->handler(r->call, r->arg);
@@ -52,12 +60,9 @@ static void retry_cb(void *arg)
 
 void sl_waitq_retry(sl_waitq *q, sl_grpc_handler handler, sl_grpc_call *call, void *arg)
 {
-    retry *r = malloc(sizeof(*r));
-    if (r) {
-        *r = (retry){handler, call, arg};
-        if (sl_waitq_add(q, retry_cb, r) == 0)
-            return;
-        free(r);
-    }
+    void *r = sl_call_retry_new(handler, call, arg);
+    if (r && sl_waitq_add(q, sl_call_retry_run, r) == 0)
+        return;
+    free(r);
     sl_grpc_call_fail(call, SL_GRPC_RESOURCE_EXHAUSTED, "out of memory");
 }

@@ -24,6 +24,12 @@ int sl_waitq_add(sl_waitq *q, sl_waitq_fn fn, void *arg);
  * next run) and empties the queue of them. */
 void sl_waitq_run(sl_waitq *q);
 
+/* handler(call, arg) packed as a queue's fn(arg), for any queue that
+ * calls it once: sl_call_retry_new gives the arg (NULL on ENOMEM; free()
+ * it if the queue refuses it), sl_call_retry_run calls and frees it. */
+void *sl_call_retry_new(sl_grpc_handler handler, sl_grpc_call *call, void *arg);
+void sl_call_retry_run(void *retry);
+
 /* Runs handler(call, arg) again once q is run: a handler that must wait
  * starts over (it is called on the loop, as by the gRPC server). On ENOMEM
  * the call is answered RESOURCE_EXHAUSTED. */

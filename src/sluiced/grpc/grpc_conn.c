@@ -406,11 +406,6 @@ void sl_grpc_conn_expire(sl_grpc_conn *c, uint64_t t)
     c->owner_flushes = false;
 }
 
-void sl_grpc_conn_shutdown(sl_grpc_conn *c)
-{
-    nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
-}
-
 int sl_grpc_conn_goaway(sl_grpc_conn *c, uint32_t error_code, const char *debug)
 {
     int32_t last = nghttp2_session_get_last_proc_stream_id(c->h2);

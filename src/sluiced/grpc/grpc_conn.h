@@ -108,10 +108,6 @@ uint64_t sl_grpc_conn_next_deadline(const sl_grpc_conn *c);
  * <= now and cancels its handler. */
 void sl_grpc_conn_expire(sl_grpc_conn *c, uint64_t now);
 
-/* Graceful end: GOAWAY(NO_ERROR); once it is sent, want_read and
- * want_write turn false. */
-void sl_grpc_conn_shutdown(sl_grpc_conn *c);
-
 /* Queues a GOAWAY with error_code (an HTTP/2 error code) and debug (a
  * text for the peer's logs, may be NULL), naming the last stream we
  * processed. The session goes on reading; the owner closes once it is

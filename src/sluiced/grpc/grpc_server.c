@@ -565,9 +565,12 @@ void sl_grpc_server_close(sl_grpc_server *s, void (*cb)(sl_grpc_server *s, void 
         next = g->next;
         if (g->closing)
             continue;
-        sl_grpc_conn_shutdown(g->core);
-        uv_timer_start(&g->timer, timer_cb, SL_GRPC_SHUTDOWN_TIMEOUT_MS, 0);
-        sl_gconn_pump(g); /* may close g */
+        /* Not nghttp2's terminate: that stops the session once the GOAWAY
+         * is out, and trailers queued behind a deferred body (a stream's
+         * last answer, e.g. an event subscription ended just before) were
+         * lost. The connection ends once nothing is left to send, or at
+         * SL_GRPC_SHUTDOWN_TIMEOUT_MS. */
+        sl_gconn_goaway(g, NGHTTP2_NO_ERROR, "the server is shutting down"); /* may close g */
     }
     if (s->listening) {
         uv_close((uv_handle_t *)&s->listener, listener_closed);
