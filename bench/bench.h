@@ -34,13 +34,14 @@
 
 typedef struct bn_opts {
     int runs;
-    uint64_t stdout_bytes; /* exec stdout */
-    uint64_t stdin_bytes;  /* exec stdin into wc -c */
-    uint64_t pf_bytes;     /* port-forward download and upload */
-    uint64_t hol_bytes;    /* per reading connection of the head-of-line test */
-    int true_iters;        /* exec true round trips per run */
-    int split_iters;       /* exec split probes per run */
-    int conc[4];           /* concurrent sleep sessions, e.g. 100, 1000 */
+    uint64_t stdout_bytes;  /* exec stdout */
+    uint64_t restart_bytes; /* exec stdout across a daemon restart */
+    uint64_t stdin_bytes;   /* exec stdin into wc -c */
+    uint64_t pf_bytes;      /* port-forward download and upload */
+    uint64_t hol_bytes;     /* per reading connection of the head-of-line test */
+    int true_iters;         /* exec true round trips per run */
+    int split_iters;        /* exec split probes per run */
+    int conc[4];            /* concurrent sleep sessions, e.g. 100, 1000 */
     int nconc;
     int conc_runs; /* runs of the concurrency workloads */
     int conc_sleep_s;
@@ -61,6 +62,7 @@ typedef struct bn_rt {
     const char *helper_match; /* their command lines contain this */
     bool pull;                /* PullImage imports the image (sluiced) */
     const char *log_dir;      /* the pod's log_directory */
+    const char *restart_cmd;  /* kills the daemon, starts it again, prints its pid */
     sl_cri_client *cri;
     char *pod_id, *ctr_id, *pf_ctr_id;
     uint16_t port_down, port_up, port_hol, port_stall;
@@ -126,6 +128,7 @@ typedef struct bn_reader {
     uint64_t bytes;
     uint64_t stop_at; /* 0 = read to EOF; else return once this many came */
     double t_first, t_last;
+    double max_gap; /* the longest wait between two reads (s) */
     char head[BN_HEAD_MAX + 1];
     size_t nhead;
     volatile bool finished; /* the thread finished */
@@ -216,6 +219,7 @@ void bn_wl_hol(bn_ctx *c, int run);
 void bn_wl_conc(bn_ctx *c, int run, int n);
 void bn_wl_attach(bn_ctx *c, int run);
 void bn_wl_attach_paced(bn_ctx *c, int run);
+void bn_wl_restart(bn_ctx *c, int run);
 /* info[wl]["<runtime> <transport>"] = the negotiated subprotocol. */
 void bn_proto_info(const char *wl, const bn_rt *rt, sl_transport tr, const char *proto);
 

@@ -32,6 +32,8 @@ static void *reader_main(void *arg)
         double t = bn_now();
         if (!r->bytes)
             r->t_first = t;
+        else if (t - r->t_last > r->max_gap)
+            r->max_gap = t - r->t_last;
         r->t_last = t;
         if (r->nhead < BN_HEAD_MAX) {
             size_t k = BN_HEAD_MAX - r->nhead < (size_t)n ? BN_HEAD_MAX - r->nhead : (size_t)n;

@@ -3,13 +3,16 @@
  *
  *   sl-bench --json OUT [--quick] [--runs N] [--only a,b,...]
  *            --rt NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] ...
- *            [--stdout-bytes N] [--stdin-bytes N] [--pf-bytes N] [--hol-bytes N]
+ *            [--stdout-bytes N] [--restart-bytes N] [--stdin-bytes N] [--pf-bytes N] [--hol-bytes
+ * N]
  *            [--true-iters N] [--split-iters N] [--conc N[,N]] [--conc-runs N]
  *            [--conc-sleep S] [--attach-window S] [--attach-rate MIBPS]
- *            [--hol-timeout S] [--spdy-window N]
+ *            [--hol-timeout S] [--spdy-window N] [--restart NAME=COMMAND] ...
  *
  * Workloads: exec_true exec_split exec_stdout exec_stdin pf hol conc attach
- * attach_paced ("attach" selects both attach variants). */
+ * attach_paced restart ("attach" selects both attach variants). --restart
+ * gives runtime NAME's restart command (bench/run writes them): it kills
+ * the daemon, starts it again and prints the new pid. */
 #include "bench.h"
 
 #include <fcntl.h>
@@ -29,6 +32,7 @@ static void defaults(bn_opts *o, bool quick)
     memset(o, 0, sizeof(*o));
     o->runs = quick ? 1 : 5;
     o->stdout_bytes = quick ? 64 * MIB : 1024 * MIB;
+    o->restart_bytes = o->stdout_bytes;
     o->stdin_bytes = quick ? 16 * MIB : 256 * MIB;
     o->pf_bytes = quick ? 64 * MIB : 1024 * MIB;
     o->hol_bytes = quick ? 8 * MIB : 64 * MIB;
@@ -69,6 +73,18 @@ static int parse_rt(bn_ctx *c, const char *spec)
     return 0;
 }
 
+/* NAME=COMMAND */
+static int parse_restart(bn_ctx *c, const char *v)
+{
+    const char *eq = strchr(v, '=');
+    for (int i = 0; eq && i < c->nrt; i++)
+        if (strlen(c->rt[i].name) == (size_t)(eq - v) && !strncmp(c->rt[i].name, v, eq - v)) {
+            c->rt[i].restart_cmd = eq + 1;
+            return 0;
+        }
+    return -1; /* after the --rt it names */
+}
+
 static int parse_conc(bn_opts *o, const char *v)
 {
     o->nconc = 0;
@@ -89,6 +105,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
     bn_opts *o = &c->o;
     if (!strcmp(k, "--rt"))
         return parse_rt(c, v);
+    if (!strcmp(k, "--restart"))
+        return parse_restart(c, v);
     if (!strcmp(k, "--json"))
         o->json_out = v;
     else if (!strcmp(k, "--runs"))
@@ -97,6 +115,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
         o->only = v;
     else if (!strcmp(k, "--stdout-bytes"))
         o->stdout_bytes = strtoull(v, NULL, 10);
+    else if (!strcmp(k, "--restart-bytes"))
+        o->restart_bytes = strtoull(v, NULL, 10);
     else if (!strcmp(k, "--stdin-bytes"))
         o->stdin_bytes = strtoull(v, NULL, 10);
     else if (!strcmp(k, "--pf-bytes"))
@@ -141,7 +161,8 @@ static int parse_args(bn_ctx *c, int argc, char **argv)
         }
         i++;
     }
-    bool sizes_ok = c->o.stdout_bytes % 65536 == 0 && c->o.pf_bytes % 65536 == 0;
+    bool sizes_ok = c->o.stdout_bytes % 65536 == 0 && c->o.pf_bytes % 65536 == 0 &&
+                    c->o.restart_bytes % 65536 == 0;
     bool attach_ok = c->o.attach_rate_mibps > 0 && c->o.attach_window_s > 0 &&
                      c->o.attach_clients >= 2 && c->o.attach_clients <= BN_MAX_ATTACH;
     if (!c->o.json_out || !c->nrt || c->o.runs < 1 || !sizes_ok || !attach_ok) {
@@ -196,6 +217,7 @@ static void run_workloads(bn_ctx *c)
         {"hol", bn_wl_hol},
         {"attach", bn_wl_attach},
         {"attach_paced", bn_wl_attach_paced},
+        {"restart", bn_wl_restart}, /* last: it replaces the daemons */
     };
     for (int run = 0; run < c->o.runs; run++)
         for (size_t w = 0; w < sizeof(wls) / sizeof(wls[0]); w++) {
@@ -224,15 +246,16 @@ static json_t *config_json(const bn_ctx *c)
     json_t *conc = json_array();
     for (int i = 0; i < o->nconc; i++)
         json_array_append_new(conc, json_integer(o->conc[i]));
-    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, s:f, "
-                     "s:I, s:s?}",
-                     "runs", o->runs, "stdout_bytes", (json_int_t)o->stdout_bytes, "stdin_bytes",
-                     (json_int_t)o->stdin_bytes, "pf_bytes", (json_int_t)o->pf_bytes, "hol_bytes",
-                     (json_int_t)o->hol_bytes, "true_iters", o->true_iters, "split_iters",
-                     o->split_iters, "conc", conc, "conc_runs", o->conc_runs, "conc_sleep_s",
-                     o->conc_sleep_s, "attach_clients", o->attach_clients, "attach_window_s",
-                     o->attach_window_s, "attach_rate_mibps", o->attach_rate_mibps, "hol_timeout_s",
-                     o->hol_timeout_s, "spdy_window", (json_int_t)o->spdy_window, "only", o->only);
+    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, "
+                     "s:f, s:I, s:s?}",
+                     "runs", o->runs, "stdout_bytes", (json_int_t)o->stdout_bytes, "restart_bytes",
+                     (json_int_t)o->restart_bytes, "stdin_bytes", (json_int_t)o->stdin_bytes,
+                     "pf_bytes", (json_int_t)o->pf_bytes, "hol_bytes", (json_int_t)o->hol_bytes,
+                     "true_iters", o->true_iters, "split_iters", o->split_iters, "conc", conc,
+                     "conc_runs", o->conc_runs, "conc_sleep_s", o->conc_sleep_s, "attach_clients",
+                     o->attach_clients, "attach_window_s", o->attach_window_s, "attach_rate_mibps",
+                     o->attach_rate_mibps, "hol_timeout_s", o->hol_timeout_s, "spdy_window",
+                     (json_int_t)o->spdy_window, "only", o->only);
 }
 
 static json_t *runtimes_json(const bn_ctx *c)

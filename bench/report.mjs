@@ -141,6 +141,15 @@ for (const [wl, sec] of Object.entries(ATTACH)) {
   row({ wl, m: 'log_kept_pct', label: 'log keeps (stalled vs all reading)', unit: '%', better: UP, target: { op: '>=', abs: 95 } });
 }
 
+row({ sec: `8. the daemon restarted (SIGKILL, started again) a quarter into an exec stdout transfer of ${gib(C.restart_bytes || 0)}` });
+for (const tr of ['spdy', 'websocket']) {
+  const what = tr === 'spdy' ? 'SPDY' : 'WebSocket';
+  row({ wl: 'restart', m: `lost_mib_${tr}`, label: `bytes lost, ${what}`, unit: 'MiB', better: DOWN, target: { op: '<=', abs: 0 } });
+  row({ wl: 'restart', m: `status_${tr}`, label: `exit status received (1 = yes), ${what}`, unit: '', better: UP, target: { op: '>=', abs: 1 } });
+  row({ wl: 'restart', m: `stall_ms_${tr}`, label: `longest stall at the reader, ${what} (transfers that completed)`, unit: 'ms', better: DOWN });
+}
+row({ wl: 'restart', m: 'back_s', label: 'daemon answering CRI again after', unit: 's', better: DOWN });
+
 // ---- evaluation ---------------------------------------------------------------
 
 // Derived rows: the sum of other rows' medians (no range).

@@ -16,20 +16,25 @@ import { SLUICED } from './lib/sluiced.mjs';
 
 const BUILD = path.resolve(path.dirname(SLUICED), '../..');
 const BENCH = path.join(BUILD, 'bench/sl-bench');
-const RUN_TIMEOUT_MS = 120000; // 41 s on an idle machine (gcc); ASan on a loaded one took over 60
+// 41 s on an idle machine (gcc) before the restart workload (+ ~12 s: containerd takes ~5 s
+// to come back, twice); ASan on a loaded one took over 60.
+const RUN_TIMEOUT_MS = 180000;
 // Tiny sizes: every workload, one run, a few seconds each.
 const TINY = [
   '--stdout-bytes', String(1 << 20), '--stdin-bytes', String(1 << 20),
   '--pf-bytes', String(1 << 20), '--hol-bytes', String(256 << 10),
   '--true-iters', '3', '--split-iters', '2', '--conc', '4', '--conc-sleep', '1',
   '--attach-window', '0.2', '--hol-timeout', '1',
+  // Big enough that the restart comes a quarter in, long before the end.
+  '--restart-bytes', String(64 << 20),
 ];
 // Rows (workload/metric) that must have a value for both runtimes.
 const BOTH = [
   ['exec_true', 'total_ms'], ['exec_split', 'status_ms'], ['exec_stdout', 'mibps_64k_spdy'],
   ['exec_stdout', 'mibps_4k_websocket'], ['exec_stdin', 'mibps_stdin_spdy'],
   ['pf', 'mibps_down_spdy'], ['pf', 'mibps_up_spdy'], ['hol', 'others_mibps_reading'],
-  ['conc4', 'live_peak'], ['attach', 'log_mibps_alone'],
+  ['conc4', 'live_peak'], ['attach', 'log_mibps_alone'], ['restart', 'lost_mib_spdy'],
+  ['restart', 'back_s'],
 ];
 // Rows only sluiced can have (containerd refuses these transports).
 const SLUICE_ONLY = [['exec_stdin', 'mibps_stdin_websocket'], ['pf', 'mibps_down_tunnel']];
@@ -85,6 +90,12 @@ test('bench/run --quick: both runtimes, every workload, a table, JSON and chart 
       for (const [wl, m] of SLUICE_ONLY)
         assert.ok(row(wl, m)?.sluice?.v != null, `${wl}/${m}: no sluice value${why}`);
       assert.ok(row('exec_stdout', 'mibps_64k_spdy').tcp?.v > 0, 'no loopback TCP limit');
+      // sluiced's sessions live in the pod monitors: a SIGKILL of sluiced a quarter into the
+      // transfer loses nothing and the exit status still comes, on both transports.
+      for (const tr of ['spdy', 'websocket']) {
+        assert.equal(row('restart', `lost_mib_${tr}`).sluice?.v, 0, `restart ${tr}: bytes lost${why}`);
+        assert.equal(row('restart', `status_${tr}`).sluice?.v, 1, `restart ${tr}: no exit status${why}`);
+      }
       assert.equal(res.runtimes.containerd.pf_tunnel, false, 'containerd took a tunnel?');
       assert.ok(secs < RUN_TIMEOUT_MS / 1000, `took ${secs} s`);
     } finally {
