@@ -40,6 +40,16 @@ static void ssl_errtext(char *err, size_t len, const char *what)
     snprintf(err, len, "%s: %s", what, e ? buf : "unknown error");
 }
 
+/* OpenSSL's reason when it has one, else errno's (a file fopen refused). */
+static void file_errtext(char *err, size_t len, const char *path)
+{
+    int saved = errno;
+    if (ERR_peek_error())
+        ssl_errtext(err, len, path);
+    else
+        snprintf(err, len, "%s: %s", path, saved ? strerror(saved) : "no PEM key in it");
+}
+
 static int add_ext(X509 *x, int nid, const char *value)
 {
     X509V3_CTX ctx;
@@ -258,8 +268,9 @@ void *sk_tls_ctx_new(const sk_tls_files *f, const char *address, char *err, size
     SSL_CTX *ctx = NULL;
     *note = '\0';
     if (f->given) {
+        errno = 0;
         if (!(key = read_key(f->key)))
-            ssl_errtext(err, errlen, f->key);
+            file_errtext(err, errlen, f->key);
         else
             ctx = ctx_with(NULL, key, f->cert, err, errlen);
     } else if (load_or_make(f, address, &x, &key, err, errlen, note, notelen) == 0) {

@@ -145,5 +145,11 @@ describe('sluice-kube token, certificate state and listener', {
       assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, re);
     }
+    // an operator pair that does not load: exit 1, naming the file
+    const missing = path.join(dir, 'nokey.pem');
+    const r = spawnSync(SLUICE_KUBE, ['--port', '0', '--runtime-endpoint', 'unix:///nonexistent',
+      '--tls-cert-file', empty, '--tls-private-key-file', missing], { encoding: 'utf8', timeout: 10000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /^sluice-kube: .*nokey\.pem: No such file or directory$/m);
   });
 });
