@@ -14,7 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import {
   freePort, KubeFront, kubeSkipReason, runPodRetry, SLUICE_KUBE, stopSluiced,
 } from './lib/kubefront.mjs';
-import { SluicedInstance, skipReason } from './lib/sluiced.mjs';
+import { SluicedInstance, monitorsUnder, skipReason, sleep } from './lib/sluiced.mjs';
 
 const NS = 'sluice-test';
 const TOKEN = 'kfs-6a1f0c2e9d-token';
@@ -44,7 +44,14 @@ describe('sluice-kube token, certificate state and listener', {
 
   after(async (t) => {
     for (const kf of fronts) kf.destroy();
-    if (sd) await stopSluiced(sd, t);
+    if (sd) {
+      // The pod's monitor exits after RemovePodSandbox answered; under ASan on
+      // a loaded machine that can take longer than sd.stop() waits: wait here
+      // (a monitor that never exits still fails the check in stop).
+      await sd.removeAllPods().catch(() => {});
+      for (let i = 0; i < 100 && monitorsUnder(sd.root).length; i++) await sleep(100);
+      await stopSluiced(sd, t);
+    }
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   }, { timeout: 60000 });
 
