@@ -21,7 +21,9 @@
 #define SK_DEFAULT_ADDRESS "127.0.0.1"
 #define SK_DEFAULT_PORT 6443
 #define SK_DEFAULT_ENDPOINT "unix:///run/sluice/sluice.sock"
-#define SK_DEFAULT_CERT_PATH "/run/sluice/kube/serving.crt"
+#define SK_DEFAULT_CERT_DIR "/var/lib/sluice/kube" /* serving.crt, serving.key */
+#define SK_TOKEN_ENV "SLUICE_KUBE_TOKEN"
+#define SK_TOKEN_MAX 4096u           /* bytes of a token file */
 #define SK_MAX_CONNS 512u            /* accepted connections at once */
 #define SK_OUT_HIGH_WATER (1u << 20) /* queued output that pauses the other side */
 #define SK_READ_BUF (64u * 1024)
@@ -45,7 +47,9 @@ typedef struct sk_config {
     const char *endpoint; /* CRI endpoint */
     const char *token;    /* NULL: no authentication */
     bool tls;
-    const char *cert_path; /* where the generated certificate is written */
+    const char *cert_path; /* the serving certificate (PEM) */
+    const char *key_path;  /* its key (PEM) */
+    bool tls_given;        /* the operator's files, not the front's own pair */
     const char *node_name;
 } sk_config;
 

@@ -1,5 +1,7 @@
 /* sluice-kube: options, start-up, signals, and --print-kubeconfig. */
+#include <arpa/inet.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "grpc/api.pb-c.h"
+#include "fsutil.h"
 #include "io/base64.h"
 #include "kube.h"
 #include "tls.h"
@@ -15,29 +18,185 @@
 
 static void usage(FILE *f)
 {
-    fprintf(
-        f,
-        "Usage: sluice-kube [options]\n"
-        "A Kubernetes API front (pods get/list, logs, exec, attach, port-forward) over\n"
-        "any CRI runtime, for kubectl and other Kubernetes clients.\n\n"
-        "  --address ADDR             listen address (default %s)\n"
-        "  --port PORT                listen port, 0 = any free one (default %d)\n"
-        "  --runtime-endpoint EP      CRI endpoint (default %s)\n"
-        "  --token TOKEN              require \"Authorization: Bearer TOKEN\"\n"
-        "  --tls                      serve HTTPS with a self-signed certificate made at start\n"
-        "  --cert PATH                where that certificate is written (default %s)\n"
-        "  --node-name NAME           spec.nodeName of the pods (default: host name)\n"
-        "  --print-kubeconfig         print a kubeconfig for a front started with the same\n"
-        "                             --address/--port/--token/--tls/--cert, and exit\n"
-        "  -h, --help\n",
-        SK_DEFAULT_ADDRESS, SK_DEFAULT_PORT, SK_DEFAULT_ENDPOINT, SK_DEFAULT_CERT_PATH);
+    fprintf(f,
+            "Usage: sluice-kube [options]\n"
+            "A Kubernetes API front (pods get/list, logs, exec, attach, port-forward) over\n"
+            "any CRI runtime, for kubectl and other Kubernetes clients.\n\n"
+            "  --address ADDR             listen address (default %s)\n"
+            "  --port PORT                listen port, 0 = any free one (default %d)\n"
+            "  --runtime-endpoint EP      CRI endpoint (default %s)\n"
+            "  --token-file PATH          require \"Authorization: Bearer TOKEN\", TOKEN read\n"
+            "                             from PATH (also: $%s)\n"
+            "  --token TOKEN              the same, from the command line (shows in ps)\n"
+            "  --tls                      serve HTTPS with a self-signed certificate, made on\n"
+            "                             first start and kept in --cert-dir\n"
+            "  --cert-dir DIR             serving.crt and serving.key (default %s)\n"
+            "  --cert PATH                that certificate elsewhere (key: PATH's .key twin)\n"
+            "  --tls-cert-file PATH       serve HTTPS with this certificate (chain) instead\n"
+            "  --tls-private-key-file PATH  and this key\n"
+            "  --node-name NAME           spec.nodeName of the pods (default: host name)\n"
+            "  --print-kubeconfig         print a kubeconfig for a front started with the same\n"
+            "                             flags, and exit\n"
+            "  -h, --help\n",
+            SK_DEFAULT_ADDRESS, SK_DEFAULT_PORT, SK_DEFAULT_ENDPOINT, SK_TOKEN_ENV,
+            SK_DEFAULT_CERT_DIR);
 }
 
 typedef struct opts {
     sk_config cfg;
     bool print_kubeconfig;
+    bool token_flag;
+    const char *token_file, *cert_dir, *cert_flag, *tls_cert, *tls_key;
     char node[256];
+    char token[SK_TOKEN_MAX + 1];
+    char cert[4096], key[4096];
 } opts;
+
+static int parse_port(const char *arg, int *port)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (!*arg || *end || v < 0 || v > 65535) {
+        fprintf(stderr, "sluice-kube: bad --port %s\n", arg);
+        return -1;
+    }
+    *port = (int)v;
+    return 0;
+}
+
+static int take_opt(int ch, const char *arg, opts *o)
+{
+    switch (ch) {
+    case 'a':
+        o->cfg.address = arg;
+        break;
+    case 'p':
+        return parse_port(arg, &o->cfg.port);
+    case 'r':
+        o->cfg.endpoint = arg;
+        break;
+    case 't':
+        o->cfg.token = *arg ? arg : NULL;
+        o->token_flag = true;
+        break;
+    case 'T':
+        o->token_file = arg;
+        break;
+    case 's':
+        o->cfg.tls = true;
+        break;
+    case 'c':
+        o->cert_flag = arg;
+        break;
+    case 'd':
+        o->cert_dir = arg;
+        break;
+    case 'C':
+        o->tls_cert = arg;
+        break;
+    case 'K':
+        o->tls_key = arg;
+        break;
+    case 'n':
+        o->cfg.node_name = arg;
+        break;
+    case 'k':
+        o->print_kubeconfig = true;
+        break;
+    case 'h':
+        usage(stdout);
+        exit(0);
+    default:
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* A token is one line of visible ASCII (it goes into a header). */
+static bool token_ok(const char *t)
+{
+    for (; *t; t++)
+        if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
+            return false;
+    return true;
+}
+
+static int read_token_file(opts *o)
+{
+    SL_AUTOFREE char *data = NULL;
+    size_t len = 0;
+    sl_error e;
+    if (sl_read_file(o->token_file, SK_TOKEN_MAX, &data, &len, &e) < 0) {
+        fprintf(stderr, "sluice-kube: --token-file %s: %s\n", o->token_file, e.msg);
+        return -1;
+    }
+    while (len > 0 && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+        data[--len] = '\0';
+    if (len == 0 || strlen(data) != len || !token_ok(data)) {
+        fprintf(stderr, "sluice-kube: --token-file %s: not one line of visible characters\n",
+                o->token_file);
+        return -1;
+    }
+    memcpy(o->token, data, len + 1);
+    o->cfg.token = o->token;
+    return 0;
+}
+
+/* --token-file, else --token (warned: argv is world-readable), else the
+ * environment. */
+static int resolve_token(opts *o)
+{
+    if (o->token_file && o->token_flag) {
+        fprintf(stderr, "sluice-kube: give --token-file or --token, not both\n");
+        return -1;
+    }
+    if (o->token_file)
+        return read_token_file(o);
+    if (o->token_flag) {
+        if (o->cfg.token && !o->print_kubeconfig)
+            fprintf(stderr, "sluice-kube: warning: --token shows in ps and /proc/PID/cmdline; "
+                            "use --token-file or $" SK_TOKEN_ENV "\n");
+    } else {
+        const char *env = getenv(SK_TOKEN_ENV);
+        o->cfg.token = env && *env ? env : NULL;
+    }
+    if (o->cfg.token && !token_ok(o->cfg.token)) {
+        fprintf(stderr, "sluice-kube: the token must be visible ASCII without spaces\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the serving certificate and key are (see sk_tls_files). */
+static int resolve_cert(opts *o)
+{
+    sk_config *c = &o->cfg;
+    if (o->tls_cert || o->tls_key) {
+        if (!o->tls_cert || !o->tls_key || o->cert_flag || o->cert_dir) {
+            fprintf(stderr, "sluice-kube: --tls-cert-file and --tls-private-key-file go "
+                            "together, without --cert/--cert-dir\n");
+            return -1;
+        }
+        c->tls = c->tls_given = true;
+        c->cert_path = o->tls_cert;
+        c->key_path = o->tls_key;
+        return 0;
+    }
+    if (o->cert_flag) {
+        size_t n = strlen(o->cert_flag);
+        bool crt = n > 4 && !strcmp(o->cert_flag + n - 4, ".crt");
+        snprintf(o->cert, sizeof o->cert, "%s", o->cert_flag);
+        snprintf(o->key, sizeof o->key, "%.*s.key", (int)(crt ? n - 4 : n), o->cert_flag);
+    } else {
+        const char *d = o->cert_dir ? o->cert_dir : SK_DEFAULT_CERT_DIR;
+        snprintf(o->cert, sizeof o->cert, "%s/serving.crt", d);
+        snprintf(o->key, sizeof o->key, "%s/serving.key", d);
+    }
+    c->cert_path = o->cert;
+    c->key_path = o->key;
+    return 0;
+}
 
 static int parse_opts(int argc, char **argv, opts *o)
 {
@@ -45,63 +204,29 @@ static int parse_opts(int argc, char **argv, opts *o)
                                        {"port", required_argument, 0, 'p'},
                                        {"runtime-endpoint", required_argument, 0, 'r'},
                                        {"token", required_argument, 0, 't'},
+                                       {"token-file", required_argument, 0, 'T'},
                                        {"tls", no_argument, 0, 's'},
                                        {"cert", required_argument, 0, 'c'},
+                                       {"cert-dir", required_argument, 0, 'd'},
+                                       {"tls-cert-file", required_argument, 0, 'C'},
+                                       {"tls-private-key-file", required_argument, 0, 'K'},
                                        {"node-name", required_argument, 0, 'n'},
                                        {"print-kubeconfig", no_argument, 0, 'k'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-    o->cfg = (sk_config){SK_DEFAULT_ADDRESS,
-                         SK_DEFAULT_PORT,
-                         SK_DEFAULT_ENDPOINT,
-                         NULL,
-                         false,
-                         SK_DEFAULT_CERT_PATH,
-                         NULL};
+    o->cfg.address = SK_DEFAULT_ADDRESS;
+    o->cfg.port = SK_DEFAULT_PORT;
+    o->cfg.endpoint = SK_DEFAULT_ENDPOINT;
     int ch;
-    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-        char *end;
-        switch (ch) {
-        case 'a':
-            o->cfg.address = optarg;
-            break;
-        case 'p':
-            o->cfg.port = (int)strtol(optarg, &end, 10);
-            if (*end || o->cfg.port < 0 || o->cfg.port > 65535) {
-                fprintf(stderr, "sluice-kube: bad --port %s\n", optarg);
-                return -1;
-            }
-            break;
-        case 'r':
-            o->cfg.endpoint = optarg;
-            break;
-        case 't':
-            o->cfg.token = *optarg ? optarg : NULL;
-            break;
-        case 's':
-            o->cfg.tls = true;
-            break;
-        case 'c':
-            o->cfg.cert_path = optarg;
-            break;
-        case 'n':
-            o->cfg.node_name = optarg;
-            break;
-        case 'k':
-            o->print_kubeconfig = true;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            usage(stderr);
+    while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1)
+        if (take_opt(ch, optarg, o) < 0)
             return -1;
-        }
-    }
     if (optind < argc) {
         fprintf(stderr, "sluice-kube: unexpected argument %s\n", argv[optind]);
         return -1;
     }
+    if (resolve_token(o) < 0 || resolve_cert(o) < 0)
+        return -1;
     if (!o->cfg.node_name) {
         if (gethostname(o->node, sizeof o->node - 1) != 0)
             snprintf(o->node, sizeof o->node, "localhost");
@@ -144,7 +269,7 @@ static int print_kubeconfig(const sk_config *cfg)
     server_url(cfg, cfg->port, url, sizeof url);
     char *ca = NULL;
     if (cfg->tls && !(ca = read_cert_b64(cfg->cert_path))) {
-        fprintf(stderr, "sluice-kube: cannot read %s (is the front running with --tls?)\n",
+        fprintf(stderr, "sluice-kube: cannot read %s (has the front run with --tls?)\n",
                 cfg->cert_path);
         return 1;
     }
@@ -231,17 +356,63 @@ static int listen_on(sk_server *srv)
     return 0;
 }
 
+static int tls_setup(sk_server *srv)
+{
+    char err[512], note[1024];
+    sk_tls_files f = {srv->cfg.cert_path, srv->cfg.key_path, srv->cfg.tls_given};
+    if (!(srv->ssl_ctx =
+              sk_tls_ctx_new(&f, srv->cfg.address, err, sizeof err, note, sizeof note))) {
+        fprintf(stderr, "sluice-kube: %s\n", err);
+        return -1;
+    }
+    if (*note)
+        printf("sluice-kube: %s\n", note);
+    return 0;
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+}
+
+/* Says the address the listener really has; warns when it reaches beyond
+ * this host without TLS or without a token. */
+static void report_listener(sk_server *srv)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof ss;
+    char ip[INET6_ADDRSTRLEN] = "?";
+    uv_tcp_getsockname(&srv->listener, (struct sockaddr *)&ss, &len);
+    if (ss.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&ss, ip, sizeof ip);
+    else
+        uv_ip6_name((struct sockaddr_in6 *)&ss, ip, sizeof ip);
+    bool v6 = ss.ss_family == AF_INET6;
+    printf("sluice-kube: listening on %s%s%s:%d\n", v6 ? "[" : "", ip, v6 ? "]" : "",
+           srv->bound_port);
+    if (is_loopback(&ss) || (srv->cfg.tls && srv->cfg.token))
+        return;
+    fprintf(
+        stderr,
+        "sluice-kube: warning: listening on %s%s%s:%d, beyond loopback, %s%s%s: anyone "
+        "who reaches it can %s\n",
+        v6 ? "[" : "", ip, v6 ? "]" : "", srv->bound_port, srv->cfg.tls ? "" : "without TLS",
+        !srv->cfg.tls && !srv->cfg.token ? " and " : "", srv->cfg.token ? "" : "without a token",
+        srv->cfg.token ? "read the token and every session on the wire" : "exec into every pod");
+    fflush(stderr);
+}
+
 static int serve(sk_server *srv)
 {
-    char err[512];
-    if (srv->cfg.tls &&
-        !(srv->ssl_ctx = sk_tls_ctx_new(srv->cfg.address, srv->cfg.cert_path, err, sizeof err))) {
-        fprintf(stderr, "sluice-kube: %s\n", err);
+    if (srv->cfg.tls && tls_setup(srv) < 0)
         return 1;
-    }
     runtime_name(srv);
     if (listen_on(srv) < 0)
         return 1;
+    report_listener(srv);
     uv_signal_init(srv->loop, &srv->sigint);
     uv_signal_init(srv->loop, &srv->sigterm);
     srv->sigint.data = srv->sigterm.data = srv;

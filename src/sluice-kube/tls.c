@@ -15,8 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include "fsutil.h"
 
 #include "sluice/error.h"
+
+#define SK_STR_(x) #x
+#define SK_STR(x) SK_STR_(x)
 
 struct sk_tls {
     SSL *ssl;
@@ -32,6 +38,16 @@ static void ssl_errtext(char *err, size_t len, const char *what)
     if (e)
         ERR_error_string_n(e, buf, sizeof buf);
     snprintf(err, len, "%s: %s", what, e ? buf : "unknown error");
+}
+
+/* OpenSSL's reason when it has one, else errno's (a file fopen refused). */
+static void file_errtext(char *err, size_t len, const char *path)
+{
+    int saved = errno;
+    if (ERR_peek_error())
+        ssl_errtext(err, len, path);
+    else
+        snprintf(err, len, "%s: %s", path, saved ? strerror(saved) : "no PEM key in it");
 }
 
 static int add_ext(X509 *x, int nid, const char *value)
@@ -104,48 +120,162 @@ static X509 *make_cert(EVP_PKEY *key, const char *address)
     return x;
 }
 
-static int write_cert(X509 *x, const char *path, char *err, size_t errlen)
+/* PEM of x (or of key) in a malloc'd buffer; NULL on failure. */
+static char *pem_of(X509 *x, EVP_PKEY *key, size_t *len)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    int ok = b && (x ? PEM_write_bio_X509(b, x)
+                     : PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL));
+    char *data = NULL;
+    long n = ok ? BIO_get_mem_data(b, &data) : 0;
+    char *out = n > 0 ? malloc((size_t)n) : NULL;
+    if (out) {
+        memcpy(out, data, (size_t)n);
+        *len = (size_t)n;
+    }
+    BIO_free(b);
+    return out;
+}
+
+static int write_pem(X509 *x, EVP_PKEY *key, const char *path, int mode, char *err, size_t errlen)
+{
+    size_t len = 0;
+    SL_AUTOFREE char *pem = pem_of(x, key, &len);
+    sl_error e;
+    if (!pem) {
+        ssl_errtext(err, errlen, "encoding PEM");
+        return -1;
+    }
+    if (sl_write_file_atomic(path, pem, len, mode, &e) < 0) {
+        snprintf(err, errlen, "writing %s: %s", path, e.msg);
+        OPENSSL_cleanse(pem, len);
+        return -1;
+    }
+    OPENSSL_cleanse(pem, len);
+    return 0;
+}
+
+/* The directory of path, made 0700 when missing (it holds the key). */
+static int make_parent(const char *path, char *err, size_t errlen)
 {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    if (slash && slash != dir) {
-        *slash = '\0';
-        mkdir(dir, 0755); /* one level; an error shows at fopen */
-    }
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "writing %s: %s", path, strerror(errno));
+    if (!slash || slash == dir)
+        return 0;
+    *slash = '\0';
+    sl_error e;
+    if (sl_mkdir_p(dir, 0700, &e) < 0) {
+        snprintf(err, errlen, "making %s: %s", dir, e.msg);
         return -1;
     }
-    int ok = PEM_write_X509(f, x);
-    if (fclose(f) != 0 || !ok) {
-        snprintf(err, errlen, "writing %s failed", path);
-        return -1;
-    }
-    chmod(path, 0644);
     return 0;
 }
 
-void *sk_tls_ctx_new(const char *address, const char *cert_path, char *err, size_t errlen)
+static X509 *read_cert(const char *path)
 {
-    EVP_PKEY *key = EVP_EC_gen("P-256");
-    X509 *x = key ? make_cert(key, address) : NULL;
-    SSL_CTX *ctx = NULL;
+    FILE *f = fopen(path, "r");
+    X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    return x;
+}
+
+static EVP_PKEY *read_key(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    EVP_PKEY *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    return k;
+}
+
+/* Why a stored pair cannot serve address any more, or NULL when it can:
+ * the key must match, the certificate must be valid for another
+ * SK_TLS_RENEW_DAYS and name a specific listen address. */
+static const char *stale_reason(X509 *x, EVP_PKEY *key, const char *address)
+{
+    if (X509_check_private_key(x, key) != 1)
+        return "the key does not match the certificate";
+    time_t soon = time(NULL) + (time_t)SK_TLS_RENEW_DAYS * 86400;
+    if (X509_cmp_time(X509_get0_notAfter(x), &soon) < 0)
+        return "the certificate expires within " SK_STR(SK_TLS_RENEW_DAYS) " days";
+    bool wildcard = !strcmp(address, "0.0.0.0") || !strcmp(address, "::");
+    if (is_ip(address) && !wildcard && X509_check_ip_asc(x, address, 0) != 1)
+        return "the certificate does not name the listen address";
+    return NULL;
+}
+
+/* Loads the stored pair at cert_path/key_path when both exist and still
+ * serve address; otherwise makes and stores a new one. note says which. */
+static int load_or_make(const sk_tls_files *f, const char *address, X509 **xo, EVP_PKEY **ko,
+                        char *err, size_t errlen, char *note, size_t notelen)
+{
+    X509 *x = read_cert(f->cert);
+    EVP_PKEY *key = x ? read_key(f->key) : NULL;
+    const char *why = !x ? "none stored" : !key ? "no readable key" : stale_reason(x, key, address);
+    if (!why) {
+        snprintf(note, notelen, "reusing the certificate %s and key %s", f->cert, f->key);
+        *xo = x;
+        *ko = key;
+        return 0;
+    }
+    X509_free(x);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    key = EVP_EC_gen("P-256");
+    x = key ? make_cert(key, address) : NULL;
     if (!x) {
         ssl_errtext(err, errlen, "making the serving certificate");
-        goto out;
+        EVP_PKEY_free(key);
+        return -1;
     }
-    if (write_cert(x, cert_path, err, errlen) < 0)
-        goto out;
-    ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
-        SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1) {
-        ssl_errtext(err, errlen, "setting up TLS");
+    if (make_parent(f->key, err, errlen) < 0 || make_parent(f->cert, err, errlen) < 0 ||
+        write_pem(NULL, key, f->key, 0600, err, errlen) < 0 ||
+        write_pem(x, NULL, f->cert, 0644, err, errlen) < 0) {
+        X509_free(x);
+        EVP_PKEY_free(key);
+        return -1;
+    }
+    snprintf(note, notelen, "made a new certificate %s and key %s (%s)", f->cert, f->key, why);
+    *xo = x;
+    *ko = key;
+    return 0;
+}
+
+static SSL_CTX *ctx_with(X509 *x, EVP_PKEY *key, const char *chain, char *err, size_t errlen)
+{
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    bool ok = ctx && SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (ok && chain)
+        ok = SSL_CTX_use_certificate_chain_file(ctx, chain) == 1;
+    else if (ok)
+        ok = SSL_CTX_use_certificate(ctx, x) == 1;
+    ok = ok && SSL_CTX_use_PrivateKey(ctx, key) == 1 && SSL_CTX_check_private_key(ctx) == 1;
+    if (!ok) {
+        ssl_errtext(err, errlen, chain ? chain : "setting up TLS");
         SSL_CTX_free(ctx);
-        ctx = NULL;
+        return NULL;
     }
-out:
+    return ctx;
+}
+
+void *sk_tls_ctx_new(const sk_tls_files *f, const char *address, char *err, size_t errlen,
+                     char *note, size_t notelen)
+{
+    X509 *x = NULL;
+    EVP_PKEY *key = NULL;
+    SSL_CTX *ctx = NULL;
+    *note = '\0';
+    if (f->given) {
+        errno = 0;
+        if (!(key = read_key(f->key)))
+            file_errtext(err, errlen, f->key);
+        else
+            ctx = ctx_with(NULL, key, f->cert, err, errlen);
+    } else if (load_or_make(f, address, &x, &key, err, errlen, note, notelen) == 0) {
+        ctx = ctx_with(x, key, NULL, err, errlen);
+    }
     X509_free(x);
     EVP_PKEY_free(key);
     return ctx;

@@ -5,20 +5,34 @@
 #ifndef SK_TLS_H
 #define SK_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "io/bufq.h"
 
 #define SK_TLS_CERT_DAYS 365
+#define SK_TLS_RENEW_DAYS 30 /* a stored certificate closer to its end is remade */
 #define SK_TLS_PLAIN_CHUNK 16384u
 
 typedef struct sk_tls sk_tls;
 
-/* Makes the key and certificate, writes the certificate (PEM) to
- * cert_path (mode 0644, parent made if missing) and returns an SSL_CTX *,
- * or NULL with err filled. */
-void *sk_tls_ctx_new(const char *address, const char *cert_path, char *err, size_t errlen);
+/* Where the serving certificate and key are. given: the operator's
+ * (--tls-cert-file/--tls-private-key-file; the certificate file may hold
+ * a chain), loaded as they are; else the front's own self-signed pair,
+ * reused across restarts (so kubeconfigs keep working) and remade when
+ * missing, unreadable, not matching, near expiry or not naming the listen
+ * address (key 0600, certificate 0644, missing directories 0700). */
+typedef struct sk_tls_files {
+    const char *cert;
+    const char *key;
+    bool given;
+} sk_tls_files;
+
+/* Returns an SSL_CTX *, or NULL with err filled; note says whether a
+ * stored pair was reused or a new one made (empty for given files). */
+void *sk_tls_ctx_new(const sk_tls_files *f, const char *address, char *err, size_t errlen,
+                     char *note, size_t notelen);
 void sk_tls_ctx_free(void *ctx);
 
 /* A server-side session; NULL on allocation failure. */

@@ -24,6 +24,7 @@
  * 64 KiB pipe it fell behind a container writing at full speed). */
 #define SL_MON_ATTACH_PIPE_SIZE (8 * SL_MON_READ_CHUNK)
 #define SL_MON_STDIN_HIGH_WATER 262144 /* queued stdin bytes that pause attach input */
+#define SL_MON_LOG_DROP_REPORT_MS 1000 /* while dropping log records: a log_dropped update */
 #define SL_MON_DRAIN_MS 2000           /* wait for output EOF after a process exited */
 #define SL_MON_SHUTDOWN_MS 15000       /* shutdown gives up waiting after this */
 #define SL_MON_MAX_CONNS 16            /* control connections at once */
@@ -93,6 +94,8 @@ typedef struct mon_io {
     size_t noise_len;
     sl_mon_log log;
     uint64_t drop_mark[2]; /* log bytes, records dropped when the last failure began */
+    uint64_t drop_sent;    /* log bytes dropped as of the last log_dropped event */
+    uint64_t drop_sent_ms; /* monotonic ms of that event */
     sl_mon_fanout fo;
     uint64_t last_out_ms;    /* monotonic ms of the last output read */
     sl_mtimer *linger_timer; /* detaching attach sessions (mon_attach.c) */

@@ -19,6 +19,24 @@ void mon_io_init(mon_io *io, mon_ctr *c)
     sl_mon_fanout_init(&io->fo, SL_MON_ATTACH_BACKLOG, &mon_attach_ops, c);
 }
 
+/* The log_dropped event: the totals since the container started, the
+ * error while records are dropped, update when nothing changed but the
+ * totals. */
+static void send_dropped(mon_ctr *c, bool update)
+{
+    const sl_mon_log *l = &c->io.log;
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "log_dropped", "container_id",
+                           c->id, "path", l->path, "dropped_bytes", (json_int_t)l->dropped,
+                           "dropped_records", (json_int_t)l->dropped_records);
+    if (ev && l->err)
+        json_object_set_new(ev, "error", json_string(strerror(l->err)));
+    if (ev && update)
+        json_object_set_new(ev, "update", json_true());
+    c->io.drop_sent = l->dropped;
+    c->io.drop_sent_ms = sl_mono_ms();
+    mon_event(c->m, ev);
+}
+
 /* Writes to the log failed for the first time, or work again: the
  * monitor's log, sluiced (event log_dropped) and the status record say so,
  * with what was dropped since the container started. */
@@ -41,13 +59,21 @@ static void log_health(mon_ctr *c, uint64_t bytes_before, uint64_t records_befor
     if (l->torn)
         mon_log(MON_ERR, "container %s: log %s could not be cut back: it ends inside a record",
                 c->id, l->path);
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:I, s:I}", "type", "log_dropped", "container_id",
-                           c->id, "path", l->path, "dropped_bytes", (json_int_t)l->dropped,
-                           "dropped_records", (json_int_t)l->dropped_records);
-    if (ev && l->err)
-        json_object_set_new(ev, "error", json_string(strerror(l->err)));
-    mon_event(c->m, ev);
+    send_dropped(c, false);
     mon_status_write(c);
+}
+
+/* While records are being dropped, sluiced hears the growing totals at
+ * most every SL_MON_LOG_DROP_REPORT_MS (and at a stream's end), so its
+ * drop counter moves with the loss rather than only when the disk
+ * recovers. */
+static void drop_update(mon_ctr *c, bool now)
+{
+    mon_io *io = &c->io;
+    if (!io->log.err || io->log.dropped == io->drop_sent)
+        return;
+    if (now || sl_mono_ms() - io->drop_sent_ms >= SL_MON_LOG_DROP_REPORT_MS)
+        send_dropped(c, true);
 }
 
 /* Logs output of stream s (NULL: its end), reporting when the log's
@@ -63,6 +89,8 @@ static void log_output(mon_ctr *c, int s, const char *p, size_t n)
         sl_mon_log_flush(l, s, sl_real_ns());
     if (!was != !l->err)
         log_health(c, bytes, records);
+    else
+        drop_update(c, p == NULL);
 }
 
 static void close_output(mon_ctr *c, int s)

@@ -12,7 +12,8 @@
 #include "ctl.h"
 
 static const char usage[] =
-    "Usage: sluicectl kubeconfig [--address A] [--port N] [--token T] [--tls] [--cert FILE]\n"
+    "Usage: sluicectl kubeconfig [--address A] [--port N] [--token-file F | --token T]\n"
+    "                            [--tls] [--cert-dir D | --cert FILE | --tls-cert-file FILE]\n"
     "\n"
     "Prints a kubeconfig for a sluice-kube front started with the same flags\n"
     "(see sluice-kube --help), so that kubectl reaches the pods of the runtime:\n"

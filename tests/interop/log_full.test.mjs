@@ -5,9 +5,12 @@
 // reported (the monitor's log, sluiced's log, ContainerStatus verbose
 // info), the count matches the line numbers missing from the log, the
 // container is never held up, and logging resumes once space returns.
+// sluiced's /metrics counts the dropped bytes and records (totals and per
+// container), moving while the disk is still full.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SluicedInstance, skipReason, sleep } from './lib/sluiced.mjs';
@@ -15,13 +18,32 @@ import { SluicedInstance, skipReason, sleep } from './lib/sluiced.mjs';
 const PAD = 'x'.repeat(100);
 const RECORD = new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z stdout F line (\\d+) ${PAD}$`);
 
+// sluiced's /metrics text.
+function metrics(port) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: '/metrics' }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { body += d; });
+      res.on('end', () => (res.statusCode === 200 ? resolve(body)
+        : reject(new Error(`/metrics: ${res.statusCode}`))));
+    }).on('error', reject);
+  });
+}
+
+// The value of the sample line `name{labels} V` (labels: the exact text), or null.
+function sample(text, name, labels = '') {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+  return line === undefined ? null : Number(line.slice(name.length + labels.length + 1));
+}
+
 describe('the CRI log on a full disk', { skip: skipReason(), timeout: 120000 }, () => {
   let sd;
   let mnt;
   let mounted = false;
 
   before(async () => {
-    sd = await SluicedInstance.start({ label: 'logful' });
+    sd = await SluicedInstance.start({ label: 'logful', args: ['--admin-listen', '127.0.0.1:0'] });
     mnt = path.join(sd.root, 'full');
     fs.mkdirSync(mnt);
     const r = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { encoding: 'utf8' });
@@ -36,7 +58,7 @@ describe('the CRI log on a full disk', { skip: skipReason(), timeout: 120000 }, 
   }, { timeout: 60000 });
 
   test('whole records only, drops counted and reported, logging resumes when space returns',
-    async () => {
+    async (t) => {
       const config = sd.podConfig('logful', { hostNetwork: true });
       config.log_directory = mnt;
       const { pod_sandbox_id: podId } = await sd.rt.RunPodSandbox({ config });
@@ -68,6 +90,13 @@ describe('the CRI log on a full disk', { skip: skipReason(), timeout: 120000 }, 
       assert.equal(m[1], ctr);
       assert.equal(m[2], log);
       await sleep(1500); // lines go on being dropped
+      const ready = /msg="sluiced ready".* admin=http:\/\/127\.0\.0\.1:(\d+)\//.exec(sd.proc.stderr);
+      assert.ok(ready, 'the ready line names the admin listener');
+      const adminPort = Number(ready[1]);
+      // while still full, the counter has moved past the first report (the
+      // monitor updates sluiced at least every second while it drops)
+      const during = sample(await metrics(adminPort), 'sluice_log_dropped_bytes_total');
+      assert.ok(during > Number(m[3]), `${during} bytes counted while full, ${m[3]} at the first report`);
       fs.rmSync(filler);
       const backLine = /msg="CRI log can be written again" container=(\w+) path=(\S+) dropped_bytes=(\d+) dropped_records=(\d+)/;
       for (let i = 0; i < 100 && !backLine.test(sd.proc.stderr); i++) await sleep(50);
@@ -109,6 +138,15 @@ describe('the CRI log on a full disk', { skip: skipReason(), timeout: 120000 }, 
       const info = JSON.parse(st.info.info);
       assert.equal(info.logDroppedRecords, missing, 'the status record counts every missing line');
       assert.ok(info.logDroppedBytes >= bytes);
+      // /metrics: the totals are what the status record holds (one container)
+      const page = await metrics(adminPort);
+      assert.equal(sample(page, 'sluice_log_dropped_records_total'), missing);
+      assert.equal(sample(page, 'sluice_log_dropped_bytes_total'), info.logDroppedBytes);
+      assert.equal(sample(page, 'sluice_container_log_dropped_bytes_total',
+        `{pod="${podId}",container="${ctr}"}`), info.logDroppedBytes);
+      assert.match(page, /^# TYPE sluice_log_dropped_bytes_total counter$/m);
+      t.diagnostic(`dropped: ${missing} records, ${info.logDroppedBytes} bytes; ` +
+        `/metrics while full: ${during} bytes (first report: ${m[3]})`);
       const recordBytes = text.length / nums.length; // within a few bytes of each other here
       assert.ok(Math.abs(info.logDroppedBytes - missing * recordBytes) <= missing * 8,
         `${info.logDroppedBytes} bytes for ${missing} records of ~${recordBytes}`);

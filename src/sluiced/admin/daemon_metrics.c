@@ -57,6 +57,28 @@ static void write_containers(FILE *f, const sl_rt *rt)
     }
 }
 
+/* Whole CRI log records the monitors dropped (a full log disk), as they
+ * reported them to this sluiced: the totals, and per container. */
+static void write_log_drops(FILE *f, const sl_rt *rt)
+{
+    counter(f, "sluice_log_dropped_bytes_total",
+            "CRI log bytes the pod monitors dropped because the log could not be written (a "
+            "full disk), since sluiced started.",
+            rt->log_dropped_bytes);
+    counter(f, "sluice_log_dropped_records_total", "Those dropped CRI log records.",
+            rt->log_dropped_records);
+    sl_prom_family(f, "sluice_container_log_dropped_bytes_total", "counter",
+                   "CRI log bytes dropped since the container started, as its monitor last "
+                   "reported, for each container that dropped any.");
+    for (const sl_ctr *c = rt->model.ctrs; c; c = c->next) {
+        if (c->log_dropped_seen[0] <= 0)
+            continue;
+        const char *labels[] = {"pod", c->pod_id, "container", c->id, NULL};
+        sl_prom_sample(f, "sluice_container_log_dropped_bytes_total", labels,
+                       (uint64_t)c->log_dropped_seen[0]);
+    }
+}
+
 static void write_images(FILE *f, const sl_rt *rt)
 {
     uint64_t done = 0, failed = 0;
@@ -101,6 +123,7 @@ int sl_daemon_metrics(const sl_calls *calls, const sl_cri *cri, const sl_grpc_se
     sl_calls_write_metrics(calls, f);
     write_pods(f, &cri->rt);
     write_containers(f, &cri->rt);
+    write_log_drops(f, &cri->rt);
     write_images(f, &cri->rt);
     write_grpc(f, grpc, &cri->rt);
     int bad = ferror(f);

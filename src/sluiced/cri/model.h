@@ -37,6 +37,9 @@ typedef struct sl_ctr {
     json_t *rec;
     Runtime__V1__ContainerConfig *config;
     int64_t created_at;
+    /* CRI log bytes and records its monitor reported dropped (log_dropped
+     * events since this sluiced started; 0 before the first) */
+    int64_t log_dropped_seen[2];
 } sl_ctr;
 
 /* The live view of a container, from the monitor's status.json. */

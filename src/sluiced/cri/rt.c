@@ -74,12 +74,32 @@ static void log_dropped(const json_t *ev)
            err, "dropped_bytes", bytes, "dropped_records", records, NULL);
 }
 
+/* Adds what the event's totals grew by since the container's last report
+ * to sluiced's counters. */
+static void count_dropped(sl_rt *rt, const json_t *ev)
+{
+    sl_ctr *c = sl_model_ctr(&rt->model, sl_mon_str(ev, "container_id"));
+    if (!c)
+        return;
+    json_int_t now[2] = {json_integer_value(json_object_get(ev, "dropped_bytes")),
+                         json_integer_value(json_object_get(ev, "dropped_records"))};
+    uint64_t *total[2] = {&rt->log_dropped_bytes, &rt->log_dropped_records};
+    for (int i = 0; i < 2; i++) {
+        if (now[i] > c->log_dropped_seen[i]) {
+            *total[i] += (uint64_t)(now[i] - c->log_dropped_seen[i]);
+            c->log_dropped_seen[i] = now[i];
+        }
+    }
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
     sl_rt *rt = p->owner;
     if (event && !strcmp(sl_mon_str(event, "type"), "log_dropped")) {
-        log_dropped(event);
+        count_dropped(rt, event);
+        if (!json_is_true(json_object_get(event, "update")))
+            log_dropped(event); /* the changes, not each update */
         return;
     }
     log_mon_event(p, event);

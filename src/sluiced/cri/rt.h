@@ -37,6 +37,9 @@ typedef struct sl_rt {
     sl_net_release *net_releases;
     /* what mounts can do (`runc features`, probed at start) */
     sl_mount_probe mount_probe;
+    /* CRI log bytes and records the monitors reported dropped since this
+     * sluiced started (/metrics) */
+    uint64_t log_dropped_bytes, log_dropped_records;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod

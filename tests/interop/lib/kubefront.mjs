@@ -57,11 +57,31 @@ export class KubeFront {
     this.exited = null;
   }
 
+  // opts: token (on the command line, or in $SLUICE_KUBE_TOKEN with
+  // tokenEnv), tokenFile, tls, certDir (else --cert in the temp dir),
+  // tlsFiles {cert, key}, address, port.
   flags(port) {
-    const f = ['--address', '127.0.0.1', '--port', String(port), '--cert', this.cert];
-    if (this.opts.token) f.push('--token', this.opts.token);
+    const f = ['--address', this.opts.address || '127.0.0.1', '--port', String(port)];
+    if (this.opts.tlsFiles) {
+      f.push('--tls-cert-file', this.opts.tlsFiles.cert, '--tls-private-key-file', this.opts.tlsFiles.key);
+    } else if (this.opts.certDir) {
+      f.push('--cert-dir', this.opts.certDir);
+    } else {
+      f.push('--cert', this.cert);
+    }
+    if (this.opts.tokenFile) f.push('--token-file', this.opts.tokenFile);
+    else if (this.opts.token && !this.opts.tokenEnv) f.push('--token', this.opts.token);
     if (this.opts.tls) f.push('--tls');
     return f;
+  }
+
+  certPath() {
+    if (this.opts.tlsFiles) return this.opts.tlsFiles.cert;
+    return this.opts.certDir ? path.join(this.opts.certDir, 'serving.crt') : this.cert;
+  }
+
+  tokenEnv() {
+    return this.opts.tokenEnv ? { SLUICE_KUBE_TOKEN: this.opts.token } : {};
   }
 
   static async start(opts) {
@@ -71,11 +91,11 @@ export class KubeFront {
   }
 
   async launch() {
-    const args = [...this.flags(0), '--runtime-endpoint', this.opts.endpoint,
+    const args = [...this.flags(this.opts.port ?? 0), '--runtime-endpoint', this.opts.endpoint,
       '--node-name', 'sluice-node', ...(this.opts.args || [])];
     // opts.asanOptions: e.g. a small quarantine where a test measures RSS
     const asan = [process.env.ASAN_OPTIONS, this.opts.asanOptions].filter(Boolean).join(':');
-    const env = asan ? { ...process.env, ASAN_OPTIONS: asan } : process.env;
+    const env = { ...process.env, ...this.tokenEnv(), ...(asan ? { ASAN_OPTIONS: asan } : {}) };
     this.proc = spawn(SLUICE_KUBE, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.proc.stdout.on('data', (d) => { this.stdout += d; });
     this.proc.stderr.on('data', (d) => { this.stderr += d; });
@@ -96,7 +116,7 @@ export class KubeFront {
     this.runtime = m[2];
     this.port = Number(new URL(this.url).port);
     const r = spawnSync(SLUICE_KUBE, [...this.flags(this.port), '--print-kubeconfig'],
-      { encoding: 'utf8' });
+      { encoding: 'utf8', env: { ...process.env, ...this.tokenEnv() } });
     if (r.status !== 0) throw new Error(`--print-kubeconfig: ${r.stderr}`);
     this.kubeconfigText = r.stdout;
     fs.writeFileSync(this.kubeconfig, r.stdout);
@@ -113,7 +133,7 @@ export class KubeFront {
 
   // CA certificate (PEM) when TLS is on.
   ca() {
-    return this.opts.tls ? fs.readFileSync(this.cert) : null;
+    return this.opts.tls ? fs.readFileSync(this.certPath()) : null;
   }
 
   env(extra = {}) {
