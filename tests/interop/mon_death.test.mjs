@@ -1,7 +1,7 @@
 // A pod monitor killed with SIGKILL: sluiced notices (a pidfd on the
 // monitor) and reports the truth. The pod is NOTREADY; a container whose
 // process still runs (checked here from /proc) stays RUNNING, one that ended
-// when its output lost its reader (echo fails with EPIPE, so its loop ends
+// when its output lost its reader (busybox's echo fails, so its loop ends
 // and the shell exits 0) is EXITED with the code the pod's reaper
 // (sluice-reaper, the monitor's parent, which outlives it) recorded, and so
 // is one that ends later (SIGTERM → exit 7); the same after a restart of
