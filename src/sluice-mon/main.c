@@ -226,6 +226,15 @@ static int start(mon *m, const opts *o, sl_error *e)
     return sl_write_file_atomic(m->pid_path, pid, (size_t)n, 0644, e);
 }
 
+/* The reaper stays behind as our parent (mon_keeper.c); with --pid-ns it
+ * keeps a write end of the holder's lifeline, made here for both of us. */
+static int fork_reaper(mon *m, const opts *o, sl_error *e)
+{
+    if (o->pid_ns && pipe2(m->pause_pipe, O_CLOEXEC) < 0)
+        return sl_error_set(e, errno, "pipe");
+    return mon_reaper_fork(m->run_dir, m->pause_pipe[1], e);
+}
+
 static void free_paths(mon *m)
 {
     free(m->pod_id);
@@ -255,15 +264,16 @@ static void finish(mon *m)
 }
 
 /* The starter waits for "ok" (or an error text) from the monitor. */
-static int wait_ready(int fd, pid_t child)
+static int wait_ready(int fd)
 {
     char buf[SL_SYS_ERROR_MAX + 8];
     ssize_t n, got = 0;
     while ((n = read(fd, buf + got, sizeof(buf) - 1 - (size_t)got)) > 0)
         got += n;
     buf[got] = '\0';
-    if (strcmp(buf, "ok") == 0) {
-        printf("%d\n", (int)child);
+    /* "ok PID": the monitor is the reaper's child, not ours */
+    if (strncmp(buf, "ok ", 3) == 0) {
+        printf("%s\n", buf + 3);
         return 0;
     }
     fprintf(stderr, "sluice-mon: %s\n", got ? buf : "monitor exited during start-up");
@@ -274,12 +284,15 @@ int main(int argc, char **argv)
 {
     if (argc == 1 && !strcmp(argv[0], MON_PAUSE_NAME))
         return mon_pause_main();
+    if (argc == 3 && !strcmp(argv[0], MON_REAPER_NAME))
+        return mon_reaper_main(argv[1], argv[2]);
     opts o = {0};
     if (parse(argc, argv, &o) < 0) {
         usage(stderr);
         return 2;
     }
-    mon m = {.listen_fd = -1, .sig_fd = -1, .devnull = -1, .pause_life = -1};
+    mon m = {
+        .listen_fd = -1, .sig_fd = -1, .devnull = -1, .pause_life = -1, .pause_pipe = {-1, -1}};
     sl_error e = {0};
     int ready[2] = {-1, -1};
     if (setup_paths(&m, &o, &e) < 0 || (!o.foreground && pipe2(ready, O_CLOEXEC) < 0)) {
@@ -293,18 +306,20 @@ int main(int argc, char **argv)
         if (pid != 0) {
             close(ready[1]);
             free_paths(&m);
-            int rc = pid < 0 ? 1 : wait_ready(ready[0], pid);
+            int rc = pid < 0 ? 1 : wait_ready(ready[0]);
             close(ready[0]);
             return rc;
         }
         close(ready[0]);
     }
     sl_raise_nofile();
-    int rc =
-        detach_stdio(&m, o.foreground, &e) < 0 || leave_cgroup(&o, &e) < 0 || start(&m, &o, &e) < 0
-            ? -1
-            : 0;
-    const char *msg = rc < 0 ? e.msg : "ok";
+    int rc = detach_stdio(&m, o.foreground, &e) < 0 || leave_cgroup(&o, &e) < 0 ||
+                     (!o.foreground && fork_reaper(&m, &o, &e) < 0) || start(&m, &o, &e) < 0
+                 ? -1
+                 : 0;
+    char ok[32];
+    snprintf(ok, sizeof(ok), "ok %d", (int)getpid());
+    const char *msg = rc < 0 ? e.msg : ok;
     if (ready[1] >= 0) {
         if (write(ready[1], msg, strlen(msg)) < 0)
             rc = -1;

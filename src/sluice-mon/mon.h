@@ -185,6 +185,7 @@ struct mon {
     pid_t pause_pid;             /* --pid-ns: the holder of the pod's pid namespace, 0 */
     int pause_life;              /* its lifeline (our write end), -1 */
     char *pidns_file;            /* where its namespace is pinned, NULL */
+    int pause_pipe[2];           /* its lifeline made before the reaper forked us, -1 */
 };
 
 /* mon_server.c: control socket, requests, replies, events */
@@ -324,6 +325,16 @@ void mon_pause_stop(mon *m);
 /* Called by the reaper: true when pid was the holder. */
 bool mon_pause_reaped(mon *m, pid_t pid, int status);
 bool mon_pause_alive(const mon *m);
+
+/* mon_keeper.c: sluice-reaper, the parent that outlives the monitor */
+#define MON_REAPER_NAME "sluice-reaper" /* argv[0] and comm of the reaper */
+#define MON_REAPER_LIFE_FD 3            /* its write end of the holder's lifeline */
+#define MON_EXITS_DIR "exits"           /* <run-dir>/exits/<pid>: statuses it reaped */
+/* The reaper's main (this executable run as MON_REAPER_NAME RUN_DIR PID). */
+int mon_reaper_main(const char *run_dir, const char *monitor);
+/* Forks: returns 0 in the child, the monitor; the parent execs the reaper.
+ * life: the holder's lifeline write end for the reaper to keep, or -1. */
+int mon_reaper_fork(const char *run_dir, int life, sl_error *e);
 
 /* mon_bundle.c: what a bundle's config.json says about its pid namespace */
 typedef enum { MON_PIDNS_OWN, MON_PIDNS_HOST, MON_PIDNS_JOIN } mon_pidns_kind;

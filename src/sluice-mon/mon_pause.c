@@ -4,9 +4,11 @@
  * orphans of the pod's containers (they join its namespace through FILE,
  * where the monitor bind-mounts it) and does nothing else: signals from
  * inside the namespace cannot end it (an init without handlers ignores
- * them), and it exits when the monitor is gone (its lifeline pipe reaches
- * EOF) or is SIGKILLed. The kernel then kills every process left in the
- * namespace, as it does when a pause container ends. */
+ * them), and it exits when the monitor and its reaper let go of it (its
+ * lifeline pipe reaches EOF: the reaper holds a write end too, so the
+ * namespace outlives a monitor that dies, mon_keeper.c) or is SIGKILLed.
+ * The kernel then kills every process left in the namespace, as it does
+ * when a pause container ends. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -26,7 +28,7 @@
 #include "mon.h"
 
 /* The holder: pid 1 of the pod's namespace. fd MON_PAUSE_LIFELINE_FD is the
- * read end of a pipe whose write end only the monitor holds. */
+ * read end of a pipe whose write ends the monitor and its reaper hold. */
 int mon_pause_main(void)
 {
     prctl(PR_SET_NAME, MON_PAUSE_NAME);
@@ -99,8 +101,9 @@ static int pin(pid_t pid, const char *file, sl_error *e)
 
 int mon_pause_start(mon *m, const char *file, sl_error *e)
 {
-    int life[2];
-    if (pipe2(life, O_CLOEXEC) < 0)
+    int life[2] = {m->pause_pipe[0], m->pause_pipe[1]};
+    m->pause_pipe[0] = m->pause_pipe[1] = -1;
+    if (life[0] < 0 && pipe2(life, O_CLOEXEC) < 0)
         return sl_error_set(e, errno, "pipe");
     pid_t pid = fork_newpid();
     if (pid == 0) {

@@ -56,9 +56,14 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
     assert.ok(st.isSocket());
     assert.equal(st.mode & 0o777, 0o600);
     assert.equal(Number(fs.readFileSync(path.join(mon.runDir, 'mon.pid'), 'utf8')), mon.pid);
-    // detached: its own session, not the test's
+    // detached: a session of its own, led by its parent, the pod's reaper
     const stat = fs.readFileSync(`/proc/${mon.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    assert.equal(Number(stat[3]), mon.pid, 'session id is its own pid');
+    const [ppid, sid] = [Number(stat[1]), Number(stat[3])];
+    assert.equal(sid, ppid, 'the session is its parent\'s');
+    assert.notEqual(sid, Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')[3]));
+    assert.deepEqual(fs.readFileSync(`/proc/${ppid}/cmdline`, 'utf8').split('\0').slice(0, 3),
+      ['sluice-reaper', mon.runDir, String(mon.pid)]);
+    assert.equal(fs.readFileSync(`/proc/${ppid}/comm`, 'utf8'), 'sluice-reaper\n');
   });
 
   test('1000-line container: 1000 F records in the CRI log, exit 7 in the event and status.json',
@@ -388,10 +393,12 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
     async () => {
       await run('last', ['sleep', '3600']);
       const cpid = mon.statusOf('last').pid;
+      const reaper = Number(fs.readFileSync(`/proc/${mon.pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
       const c = await mon.call([{ type: 'shutdown' }], { waitEvent: 'exited' });
       assert.equal(c.replies()[1].ok, true);
       assert.equal(c.events('exited')[0].container_id, 'last');
       await waitFor(() => !mon.alive(), 'monitor exit');
+      await waitFor(() => !pidAlive(reaper), 'its reaper exits with it');
       assert.ok(!pidAlive(cpid));
       assert.ok(!fs.existsSync(mon.sock));
       assert.ok(!fs.existsSync(path.join(mon.runDir, 'mon.pid')));

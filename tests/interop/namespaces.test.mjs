@@ -377,18 +377,24 @@ describe('namespace options', { skip: reason }, () => {
     await side.removePods();
   });
 
-  test('a killed monitor ends the holder and the pod\'s processes; RemovePodSandbox still cleans up', async () => {
+  test('a killed monitor: the holder and the pod\'s processes live on (the reaper keeps its lifeline); RemovePodSandbox still cleans up', async () => {
     const side = sides[0];
     const ns = { network: 'NODE', pid: 'POD', ipc: 'POD' };
     const pod = await side.pod('holder', ns);
-    const a = await side.run(pod, 'a', ['sleep', '1101'], ns);
+    const a = await side.run(pod, 'a', ['sh', '-c', "trap 'exit 7' TERM; while :; do sleep 0.05; done"], ns);
     const { info } = await sd.rt.ContainerStatus({ container_id: a, verbose: true });
     const { pid } = JSON.parse(info.info);
     assert.ok(pid > 0 && pidAlive(pid));
     const holder = holderOf(sd, pod.id);
     process.kill(monitorOf(sd, pod.id), 'SIGKILL');
-    await waitGone(holder);
-    await waitGone(pid); // the kernel ends the namespace with its init
+    await sleep(1000); // the holder used to end at once
+    assert.ok(pidAlive(holder), 'the pid namespace holder lives on');
+    assert.ok(pidAlive(pid), 'the container in its namespace lives on');
+    assert.equal((await sd.rt.ContainerStatus({ container_id: a })).status.state, 'CONTAINER_RUNNING');
+    process.kill(pid, 'SIGTERM');
+    const st = await side.waitState(a, 'CONTAINER_EXITED');
+    assert.equal(st.exit_code, 7, 'the exit code the reaper recorded');
+    await waitGone(holder); // let go once no container is left
     await side.removePods(); // and the pinned namespace file goes with the pod
     assert.ok(!fs.existsSync(path.join(sd.runDir, 'pods', pod.id)));
   });

@@ -18,8 +18,10 @@
 #define RUNC_STATE_MAX (1024 * 1024)
 
 struct sl_pidwatch {
-    uv_poll_t poll;
+    uv_poll_t poll;   /* a process's pidfd, or (fd -1) */
+    uv_timer_t timer; /* the wait for a reaper's record */
     int fd;
+    int tries;
     sl_rt *rt;
     char pod_id[SL_ID_HEX + 1];
     char ctr_id[SL_ID_HEX + 1]; /* "": the pod's monitor */
@@ -74,9 +76,8 @@ static char *runc_root(const sl_rt *rt, const char *pod_id)
     return run ? sl_path_join(run, "runc") : NULL;
 }
 
-/* The container's init as runc recorded it, verified against the process
- * that has that pid now (same start time, not a zombie). */
-static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
+/* The container's init as runc recorded it: pid and start time. */
+static bool runc_init(const sl_rt *rt, const sl_ctr *c, pid_t *pid, unsigned long long *start)
 {
     SL_AUTOFREE char *root = runc_root(rt, c->pod_id);
     SL_AUTOFREE char *dir = root ? sl_path_join(root, c->id) : NULL;
@@ -89,13 +90,37 @@ static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
     json_int_t init = json_integer_value(json_object_get(j, "init_process_pid"));
     json_int_t want = json_integer_value(json_object_get(j, "init_process_start"));
     json_decref(j);
-    char state;
-    unsigned long long start;
-    if (init <= 0 || !proc_stat((pid_t)init, &state, &start) || state == 'Z' ||
-        start != (unsigned long long)want)
-        return false;
     *pid = (pid_t)init;
-    return true;
+    *start = (unsigned long long)want;
+    return init > 0;
+}
+
+/* That init, verified against the process that has its pid now (same start
+ * time, not a zombie). */
+static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
+{
+    unsigned long long want, start;
+    char state;
+    return runc_init(rt, c, pid, &want) && proc_stat(*pid, &state, &start) && state != 'Z' &&
+           start == want;
+}
+
+/* The exit code the pod's reaper (sluice-reaper, which outlives the
+ * monitor) recorded for pid in <run-dir>/exits/<pid>: "<code> <start>".
+ * True when it recorded the process that started at start. */
+static bool reaped_code(const sl_rt *rt, const char *pod_id, pid_t pid, unsigned long long start,
+                        int *code)
+{
+    SL_AUTOFREE char *run = sl_rt_pod_run_dir(rt, pod_id);
+    SL_AUTOFREE char *dir = run ? sl_path_join(run, SL_MON_EXITS_DIR) : NULL;
+    char name[32];
+    snprintf(name, sizeof(name), "%d", (int)pid);
+    SL_AUTOFREE char *path = dir ? sl_path_join(dir, name) : NULL;
+    SL_AUTOFREE char *text = NULL;
+    sl_error e;
+    unsigned long long got;
+    return path && sl_read_file(path, PROC_TEXT_MAX, &text, NULL, &e) == 0 &&
+           sscanf(text, "%d %llu", code, &got) == 2 && got == start && *code >= 0;
 }
 
 /* ---- watches ---- */
@@ -103,7 +128,8 @@ static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
 static void watch_freed(uv_handle_t *h)
 {
     struct sl_pidwatch *w = h->data;
-    close(w->fd);
+    if (w->fd >= 0)
+        close(w->fd);
     free(w);
 }
 
@@ -116,7 +142,7 @@ static void watch_close(struct sl_pidwatch *w)
         rt->watches = w->next;
     if (w->next)
         w->next->prev = w->prev;
-    uv_close((uv_handle_t *)&w->poll, watch_freed);
+    uv_close(w->fd >= 0 ? (uv_handle_t *)&w->poll : (uv_handle_t *)&w->timer, watch_freed);
 }
 
 static struct sl_pidwatch *watch_find(sl_rt *rt, const char *pod_id, const char *ctr_id)
@@ -128,7 +154,7 @@ static struct sl_pidwatch *watch_find(sl_rt *rt, const char *pod_id, const char 
 }
 
 static void mon_died(sl_rt *rt, sl_pod *p);
-static void ctr_gone(sl_rt *rt, sl_ctr *c);
+static void ctr_gone(sl_rt *rt, sl_ctr *c, int tries);
 
 static void watch_cb(uv_poll_t *h, int status, int events)
 {
@@ -145,7 +171,40 @@ static void watch_cb(uv_poll_t *h, int status, int events)
     if (p && !*ctr_id)
         mon_died(rt, p);
     else if (c)
-        ctr_gone(rt, c);
+        ctr_gone(rt, c, 0);
+}
+
+static void retry_cb(uv_timer_t *h)
+{
+    struct sl_pidwatch *w = h->data;
+    sl_rt *rt = w->rt;
+    int tries = w->tries;
+    sl_ctr *c = sl_model_ctr(&rt->model, w->ctr_id);
+    watch_close(w);
+    if (c)
+        ctr_gone(rt, c, tries);
+}
+
+/* Looks for the reaper's record of c again soon. Returns 0 or -1. */
+static int retry_add(sl_rt *rt, const sl_ctr *c, int tries)
+{
+    struct sl_pidwatch *w = calloc(1, sizeof(*w));
+    if (!w || uv_timer_init(rt->loop, &w->timer) < 0) {
+        free(w);
+        return -1;
+    }
+    w->fd = -1;
+    w->tries = tries;
+    w->rt = rt;
+    w->timer.data = w;
+    snprintf(w->pod_id, sizeof(w->pod_id), "%s", c->pod_id);
+    snprintf(w->ctr_id, sizeof(w->ctr_id), "%s", c->id);
+    w->next = rt->watches;
+    if (w->next)
+        w->next->prev = w;
+    rt->watches = w;
+    uv_timer_start(&w->timer, retry_cb, SL_MON_EXIT_RECORD_STEP_MS, 0);
+    return 0;
 }
 
 /* Returns 0, or -1 with errno (ESRCH: the process is gone). */
@@ -192,17 +251,31 @@ void sl_mon_unwatch(sl_rt *rt, const char *pod_id)
 
 /* ---- what a death means ---- */
 
-static void set_exited(sl_rt *rt, sl_ctr *c, int code, const char *message)
+static void set_exited(sl_rt *rt, sl_ctr *c, int code, const char *reason, const char *message)
 {
     sl_error e;
-    if (sl_model_ctr_set_exited(&rt->model, c, code, "Error", message, &e) < 0)
+    if (sl_model_ctr_set_exited(&rt->model, c, code, reason, message, &e) < 0)
         sl_log(SL_LOG_ERROR, "container state not saved", "container", c->id, "error", e.msg, NULL);
     sl_events_ctr(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, c->id, c->pod_id);
 }
 
-static void ctr_gone(sl_rt *rt, sl_ctr *c)
+/* The reaper records a status once it reaped the process, a moment after
+ * its pidfd said it ended: the record is awaited a little. */
+static void ctr_gone(sl_rt *rt, sl_ctr *c, int tries)
 {
-    set_exited(rt, c, SL_MON_DEATH_EXIT_CODE,
+    pid_t pid;
+    unsigned long long start;
+    int code;
+    if (runc_init(rt, c, &pid, &start)) {
+        if (reaped_code(rt, c->pod_id, pid, start, &code)) {
+            set_exited(rt, c, code, "", "the pod monitor died; the pod's reaper kept the status");
+            return;
+        }
+        if (tries < SL_MON_EXIT_RECORD_WAIT_MS / SL_MON_EXIT_RECORD_STEP_MS &&
+            retry_add(rt, c, tries + 1) == 0)
+            return;
+    }
+    set_exited(rt, c, SL_MON_DEATH_EXIT_CODE, "Error",
                "the pod monitor died; the container's exit status is unknown");
 }
 
@@ -216,7 +289,7 @@ static void reconcile(sl_rt *rt, sl_ctr *c)
         return;
     pid_t pid;
     if (!ctr_alive(rt, c, &pid) || watch_add(rt, c->pod_id, c->id, pid) < 0)
-        ctr_gone(rt, c);
+        ctr_gone(rt, c, 0);
 }
 
 static void mon_died(sl_rt *rt, sl_pod *p)
@@ -295,7 +368,8 @@ static void kill_exited(uv_process_t *proc, int64_t status, int sig)
                k->ctr_id, "runtime", k->rt->cfg->runtime_path, "status", how, NULL);
     }
     if (c && k->was_running)
-        set_exited(k->rt, c, SL_MON_DEATH_KILLED_CODE, "killed after the pod monitor died");
+        set_exited(k->rt, c, SL_MON_DEATH_KILLED_CODE, "Error",
+                   "killed after the pod monitor died");
     k->done(k->arg);
     uv_close((uv_handle_t *)proc, kill_freed);
 }

@@ -1,21 +1,29 @@
 /* A pod monitor that dies (SIGKILL, a crash) takes the reader of its
- * containers' output and their reaper with it. sluiced watches each
- * monitor's process through a pidfd, so it knows within a loop iteration;
- * it then reports the truth: the pod is not ready, a container whose
- * process is verified alive (runc's record of its init: pid and start time)
- * stays running and is watched until it exits, every other one is exited
- * with code 255 (its status died with the monitor). Stop and remove of such
- * containers kill them with the OCI runtime directly. A new monitor that
- * adopts the running containers is not built. */
+ * containers' output with it; their reaper is its parent, sluice-reaper,
+ * which outlives it and records each status it reaps in
+ * <run-dir>/exits/<pid>. sluiced watches each monitor's process through a
+ * pidfd, so it knows within a loop iteration; it then reports the truth:
+ * the pod is not ready, a container whose process is verified alive (runc's
+ * record of its init: pid and start time) stays running and is watched
+ * until it exits, and then has the exit code the reaper recorded (255 when
+ * there is no record: a monitor started without a reaper). Stop and remove
+ * of such containers kill them with the OCI runtime directly. A new monitor
+ * that adopts the running containers is not built. */
 #ifndef SL_CRI_MON_DEATH_H
 #define SL_CRI_MON_DEATH_H
 
 #include "cri/rt.h"
 
-/* Exit code of a container whose monitor died before it (unknown). */
+/* Exit code of a container whose monitor died before it when no reaper
+ * recorded its status (unknown). */
 #define SL_MON_DEATH_EXIT_CODE 255
 /* Exit code of one sluiced killed after its monitor died (SIGKILL). */
 #define SL_MON_DEATH_KILLED_CODE 137
+/* The reaper's records (sluice-mon's MON_EXITS_DIR), and how long one is
+ * awaited after the process ended: it writes it once it reaped it. */
+#define SL_MON_EXITS_DIR "exits"
+#define SL_MON_EXIT_RECORD_WAIT_MS 2000
+#define SL_MON_EXIT_RECORD_STEP_MS 20
 
 /* Starts watching p's monitor (its pid from the pod record) once it is
  * connected; a monitor already gone is handled at once. */
