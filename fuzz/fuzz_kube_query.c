@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kube.h"
+#include "pct.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(qs, data, size);
     qs[size] = '\0';
-    for (int plus = 0; plus < 2; plus++) {
-        char *d = sk_pct_decode(qs, size, plus);
+    for (unsigned flags = 0; flags < 4; flags++) {
+        char *d = sl_pct_decode_dup(qs, size, flags);
         if (d && strlen(d) > size)
             __builtin_trap();
         free(d);

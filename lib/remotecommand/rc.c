@@ -88,7 +88,7 @@ sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
         free(rc);
         free(rbuf);
         free(proc);
-        sl_stream_req_free(p->req);
+        sl_stream_request_free(p->req);
         return NULL;
     }
     rc->loop = loop;
@@ -99,7 +99,7 @@ sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
     rc->rbuf = rbuf;
     rc->proc = proc;
     proc->rc = rc;
-    if (p->req->kind == SL_TOKEN_EXEC) {
+    if (p->req->kind == SL_STREAM_EXEC) {
         const sl_exec_request *e = &p->req->u.exec;
         rc->tty = e->tty, rc->want_in = e->in, rc->want_out = e->out, rc->want_err = e->err;
     } else {
@@ -129,7 +129,7 @@ static void start_now(sl_rc *rc)
     rc->size_waiting = false;
     uv_timer_stop(&rc->size_timer);
     proc->state = SL_PROC_STARTING;
-    if (rc->p.req->kind == SL_TOKEN_EXEC)
+    if (rc->p.req->kind == SL_STREAM_EXEC)
         ops->exec_start(rc->rt->data, proc, &rc->p.req->u.exec, initial);
     else
         ops->attach_start(rc->rt->data, proc, &rc->p.req->u.attach, initial);
@@ -175,7 +175,7 @@ static void handle_released(sl_rc *rc)
     if (--rc->open_handles > 0)
         return;
     sl_bufq_fini(&rc->stdin_q);
-    sl_stream_req_free(rc->p.req);
+    sl_stream_request_free(rc->p.req);
     free(rc->message);
     free(rc->rbuf);
     free(rc);
@@ -243,7 +243,7 @@ static void stdin_close_now(sl_rc *rc)
 {
     rc->stdin_closed = true;
     pump *pp = rc->stdin_pump;
-    if (rc->p.req->kind == SL_TOKEN_ATTACH) {
+    if (rc->p.req->kind == SL_STREAM_ATTACH) {
         attach_stdin_close(rc);
         return;
     }
@@ -403,7 +403,7 @@ static void maybe_finish(sl_rc *rc)
     rc->status_sent = true;
     char *st;
     size_t len;
-    int attach = rc->p.req->kind == SL_TOKEN_ATTACH;
+    int attach = rc->p.req->kind == SL_STREAM_ATTACH;
     if (sl_rc_status_format(rc->p.json_status, attach, rc->outcome, rc->exit_code, rc->message, &st,
                             &len) < 0) {
         rc->t->abort(rc->targ, "out of memory");

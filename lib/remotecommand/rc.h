@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-#include "server/stream_req.h"
+#include "sluice/server.h"
 #include "sluice/runtime.h"
 
 /* Channel numbers of the remote-command protocols. */
@@ -46,7 +46,7 @@ typedef struct sl_rc_transport {
 } sl_rc_transport;
 
 typedef struct sl_rc_params {
-    sl_stream_req *req;       /* exec or attach; the session takes ownership */
+    sl_stream_request *req;   /* exec or attach; the session takes ownership */
     int version;              /* 1..5 */
     bool json_status;         /* v4/v5 status format */
     uint64_t idle_timeout_ms; /* 0 = none; counts application data only */

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pct.h"
+
 #define READ_CHUNK 65536u
 #define OUT_BATCH 65536u  /* bytes gathered from nghttp2 before writing */
 #define LPM_HEADER 5u     /* gRPC length-prefixed message header */
@@ -75,28 +77,7 @@ static int64_t now_ms(void)
 
 const char *sl_cri_code_name(int code)
 {
-    static const char *const names[] = {
-        "OK",
-        "Canceled",
-        "Unknown",
-        "InvalidArgument",
-        "DeadlineExceeded",
-        "NotFound",
-        "AlreadyExists",
-        "PermissionDenied",
-        "ResourceExhausted",
-        "FailedPrecondition",
-        "Aborted",
-        "OutOfRange",
-        "Unimplemented",
-        "Internal",
-        "Unavailable",
-        "DataLoss",
-        "Unauthenticated",
-    };
-    if (code >= 0 && code < (int)(sizeof names / sizeof names[0]))
-        return names[code];
-    return "Code(?)";
+    return sl_grpc_code_go_name(code);
 }
 
 int sl_cri_http_to_code(int http_status)
@@ -118,35 +99,6 @@ int sl_cri_http_to_code(int http_status)
     default:
         return SL_CRI_UNKNOWN;
     }
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-void sl_cri_percent_decode(const char *in, size_t inlen, char *out, size_t outlen)
-{
-    size_t o = 0;
-    if (outlen == 0)
-        return;
-    for (size_t i = 0; i < inlen && o + 1 < outlen; i++) {
-        int hi, lo;
-        if (in[i] == '%' && i + 2 < inlen && (hi = hexval(in[i + 1])) >= 0 &&
-            (lo = hexval(in[i + 2])) >= 0) {
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[o++] = in[i];
-        }
-    }
-    out[o] = '\0';
 }
 
 void sl_cri_format_timeout(uint64_t ms, char out[10])
@@ -202,7 +154,7 @@ static int on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8
     else if (name_is(name, namelen, "grpc-status"))
         cl->grpc_status = atoi(v);
     else if (name_is(name, namelen, "grpc-message"))
-        sl_cri_percent_decode((const char *)value, valuelen, cl->grpc_msg, sizeof cl->grpc_msg);
+        sl_pct_decode((const char *)value, valuelen, cl->grpc_msg, sizeof cl->grpc_msg, 0);
     return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <protobuf-c/protobuf-c.h>
+#include "grpc_code.h"
 
 #define SL_CRI_DEFAULT_TIMEOUT_MS 2000u
 /* Largest response message accepted (the kubelet's cri-client limit). */
@@ -33,25 +34,26 @@
 #define SL_CRI_MAX_SOCKET_PATH 107u
 #define SL_CRI_USER_AGENT "sluice-cri-client/0.1"
 
-/* gRPC status codes. */
+/* gRPC status codes: the programs' one table (src/common/grpc_code.h),
+ * under the names this client's callers use. */
 enum {
-    SL_CRI_OK = 0,
-    SL_CRI_CANCELLED = 1,
-    SL_CRI_UNKNOWN = 2,
-    SL_CRI_INVALID_ARGUMENT = 3,
-    SL_CRI_DEADLINE_EXCEEDED = 4,
-    SL_CRI_NOT_FOUND = 5,
-    SL_CRI_ALREADY_EXISTS = 6,
-    SL_CRI_PERMISSION_DENIED = 7,
-    SL_CRI_RESOURCE_EXHAUSTED = 8,
-    SL_CRI_FAILED_PRECONDITION = 9,
-    SL_CRI_ABORTED = 10,
-    SL_CRI_OUT_OF_RANGE = 11,
-    SL_CRI_UNIMPLEMENTED = 12,
-    SL_CRI_INTERNAL = 13,
-    SL_CRI_UNAVAILABLE = 14,
-    SL_CRI_DATA_LOSS = 15,
-    SL_CRI_UNAUTHENTICATED = 16,
+    SL_CRI_OK = SL_GRPC_OK,
+    SL_CRI_CANCELLED = SL_GRPC_CANCELLED,
+    SL_CRI_UNKNOWN = SL_GRPC_UNKNOWN,
+    SL_CRI_INVALID_ARGUMENT = SL_GRPC_INVALID_ARGUMENT,
+    SL_CRI_DEADLINE_EXCEEDED = SL_GRPC_DEADLINE_EXCEEDED,
+    SL_CRI_NOT_FOUND = SL_GRPC_NOT_FOUND,
+    SL_CRI_ALREADY_EXISTS = SL_GRPC_ALREADY_EXISTS,
+    SL_CRI_PERMISSION_DENIED = SL_GRPC_PERMISSION_DENIED,
+    SL_CRI_RESOURCE_EXHAUSTED = SL_GRPC_RESOURCE_EXHAUSTED,
+    SL_CRI_FAILED_PRECONDITION = SL_GRPC_FAILED_PRECONDITION,
+    SL_CRI_ABORTED = SL_GRPC_ABORTED,
+    SL_CRI_OUT_OF_RANGE = SL_GRPC_OUT_OF_RANGE,
+    SL_CRI_UNIMPLEMENTED = SL_GRPC_UNIMPLEMENTED,
+    SL_CRI_INTERNAL = SL_GRPC_INTERNAL,
+    SL_CRI_UNAVAILABLE = SL_GRPC_UNAVAILABLE,
+    SL_CRI_DATA_LOSS = SL_GRPC_DATA_LOSS,
+    SL_CRI_UNAUTHENTICATED = SL_GRPC_UNAUTHENTICATED,
 };
 
 typedef struct sl_cri_err {
@@ -116,12 +118,9 @@ const char *sl_cri_client_endpoint(const sl_cri_client *c);
 /* Closes the connection (GOAWAY, best effort) and frees. NULL is fine. */
 void sl_cri_client_free(sl_cri_client *c);
 
-/* "NotFound", "Unavailable", ... as grpc-go names codes; "Code(N)" else. */
+/* "NotFound", "Unavailable", ... as grpc-go names codes; "Code(?)" else
+ * (the table: src/common/grpc_code.c). */
 const char *sl_cri_code_name(int code);
-
-/* Decodes a grpc-message value (percent-encoding) into out (NUL-ended,
- * truncated to outlen - 1). Malformed escapes are kept as they are. */
-void sl_cri_percent_decode(const char *in, size_t inlen, char *out, size_t outlen);
 
 /* Formats a grpc-timeout value for ms ("2000m", or a coarser unit when ms
  * needs more than 8 digits). out must hold 10 bytes. */

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 #include <uv.h>
-#include "sluice/hostproc.h"
+#include "hostproc.h"
 #include "sluice/server.h"
 
 typedef struct sl_admin {

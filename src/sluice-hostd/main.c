@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "admin.h"
-#include "sluice/hostproc.h"
+#include "hostproc.h"
 #include "sluice/server.h"
 
 #define DEFAULT_ADMIN_PORT 10011

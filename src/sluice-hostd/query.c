@@ -3,39 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Decodes s[0..len) into d; returns the decoded length or -1. */
-static long decode(char *d, const char *s, size_t len)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '+') {
-            d[o++] = ' ';
-        } else if (s[i] == '%') {
-            if (i + 2 >= len)
-                return -1;
-            int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
-            if (h < 0 || l < 0)
-                return -1;
-            d[o++] = (char)(h << 4 | l);
-            i += 2;
-        } else {
-            d[o++] = s[i];
-        }
-    }
-    d[o] = '\0';
-    return (long)o;
-}
+#include "pct.h"
 
 static int parse(sl_query *q, const char *s);
 
@@ -66,12 +34,14 @@ static int parse(sl_query *q, const char *s)
         if (plen > 0) {
             if (q->n == SL_QUERY_MAX_PARAMS)
                 return -1;
-            long kn = decode(d, p, klen);
+            long kn = sl_pct_decode(p, klen, d, klen + 1, SL_PCT_STRICT | SL_PCT_PLUS_SPACE);
             if (kn < 0)
                 return -1;
             q->key[q->n] = d;
             d += kn + 1;
-            long vn = eq ? decode(d, eq + 1, plen - klen - 1) : (*d = '\0', 0);
+            size_t vlen = eq ? plen - klen - 1 : 0;
+            long vn = sl_pct_decode(eq ? eq + 1 : "", vlen, d, vlen + 1,
+                                    SL_PCT_STRICT | SL_PCT_PLUS_SPACE);
             if (vn < 0)
                 return -1;
             q->val[q->n++] = d;

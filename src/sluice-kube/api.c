@@ -6,6 +6,7 @@
 
 #include "http/http_response.h"
 #include "kube.h"
+#include "pct.h"
 #include "pods.h"
 
 #define MAX_SEGS 8
@@ -270,7 +271,7 @@ static int split_path(const char *path, char **segs, int max)
     while (*s) {
         const char *e = strchr(s, '/');
         size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (n == max || !(segs[n] = sk_pct_decode(s, len, false)))
+        if (n == max || !(segs[n] = sl_pct_decode_dup(s, len, SL_PCT_STRICT)))
             return -1;
         n++;
         if (!e)

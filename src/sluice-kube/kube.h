@@ -204,9 +204,6 @@ void sk_query_free(sk_query *q);
 const char *sk_query_get(const sk_query *q, const char *key);
 /* Go's strconv.ParseBool as the apiserver uses it; absent = def; bad = -1. */
 int sk_query_bool(const sk_query *q, const char *key, bool def, bool *out);
-/* Percent-decodes len bytes of s into a new string ('+' means space when
- * plus_space). NULL on bad escape or allocation failure. */
-char *sk_pct_decode(const char *s, size_t len, bool plus_space);
 /* RFC 3339 UTC, seconds ("2024-05-01T10:00:00Z") from unix nanoseconds. */
 void sk_time_rfc3339(int64_t ns, char out[32]);
 /* kubectl's human duration ("5m", "3h10m") of ns ago. */

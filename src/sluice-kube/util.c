@@ -6,43 +6,7 @@
 #include <time.h>
 
 #include "kube.h"
-
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-char *sk_pct_decode(const char *s, size_t len, bool plus_space)
-{
-    char *out = malloc(len + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '%') {
-            int hi = i + 2 < len ? hexval(s[i + 1]) : -1;
-            int lo = i + 2 < len ? hexval(s[i + 2]) : -1;
-            if (hi < 0 || lo < 0) {
-                free(out);
-                return NULL;
-            }
-            out[o++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else if (s[i] == '+' && plus_space) {
-            out[o++] = ' ';
-        } else {
-            out[o++] = s[i];
-        }
-    }
-    out[o] = '\0';
-    return out;
-}
+#include "pct.h"
 
 static int add_param(sk_query *q, const char *s, size_t len)
 {
@@ -52,8 +16,9 @@ static int add_param(sk_query *q, const char *s, size_t len)
         return -1;
     const char *eq = memchr(s, '=', len);
     size_t klen = eq ? (size_t)(eq - s) : len;
-    char *k = sk_pct_decode(s, klen, true);
-    char *v = eq ? sk_pct_decode(eq + 1, len - klen - 1, true) : strdup("");
+    char *k = sl_pct_decode_dup(s, klen, SL_PCT_STRICT | SL_PCT_PLUS_SPACE);
+    char *v = eq ? sl_pct_decode_dup(eq + 1, len - klen - 1, SL_PCT_STRICT | SL_PCT_PLUS_SPACE)
+                 : strdup("");
     if (!k || !v) {
         free(k);
         free(v);

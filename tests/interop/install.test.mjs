@@ -1,12 +1,12 @@
 // `meson install` as a packager runs it (--destdir): the tree holds exactly
-// the programs, man pages, configuration files, systemd unit, headers and
-// library it should; each man page renders with man(1); the unit passes
-// `systemd-analyze verify` with the properties that keep pods alive across
-// a restart; and the installed sluiced, on the installed config file, finds
-// the installed sluice-mon for a pod and answers the installed sluicectl
-// reading the installed endpoint file. The build is the one $SLUICED
-// comes from. Needs root, runc, meson, lowdown (man pages) and systemd
-// (systemd-analyze).
+// the programs, man pages, configuration files, systemd unit, headers,
+// shared library (soname, exports) and sluice.pc it should; each man page
+// renders with man(1); the unit passes `systemd-analyze verify` with the
+// properties that keep pods alive across a restart; and the installed
+// sluiced, on the installed config file, finds the installed sluice-mon for
+// a pod and answers the installed sluicectl reading the installed endpoint
+// file. The build is the one $SLUICED comes from. Needs root, runc, meson,
+// lowdown (man pages) and systemd (systemd-analyze).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -26,12 +26,22 @@ const skip = skipReason() ||
 const PROGRAMS = ['sluiced', 'sluice-mon', 'sluicectl', 'sluice-kube'];
 const MANS = { 'sluiced.8': 'man8', 'sluice-mon.8': 'man8', 'sluice-kube.8': 'man8',
   'sluicectl.1': 'man1', 'sluiced.json.5': 'man5' };
-const HEADERS = ['client.h', 'common.h', 'error.h', 'hostproc.h', 'runtime.h', 'server.h'];
+const HEADERS = ['client.h', 'common.h', 'error.h', 'runtime.h', 'server.h',
+  'version.h'];
 
 function opts() {
   const r = spawnSync('meson', ['introspect', BUILD, '--buildoptions'], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return Object.fromEntries(JSON.parse(r.stdout).map((o) => [o.name, o.value]));
+}
+
+let version;
+function projectVersion() {
+  if (version) return version;
+  const r = spawnSync('meson', ['introspect', BUILD, '--projectinfo'], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  version = JSON.parse(r.stdout).version;
+  return version;
 }
 
 function walk(dir, out = []) {
@@ -57,6 +67,10 @@ describe('meson install', { skip }, () => {
     prefix = o.prefix;
   });
 
+  // the shared library with its soname link and dev link, and sluice.pc
+  const libFiles = () => [`libsluice.so.${projectVersion()}`, 'libsluice.so.0', 'libsluice.so',
+    'pkgconfig/sluice.pc'].map((f) => at(prefix, o.libdir, f));
+
   after(() => {
     if (root) fs.rmSync(root, { recursive: true, force: true });
   });
@@ -68,7 +82,7 @@ describe('meson install', { skip }, () => {
       at('/etc/sluice/sluiced.json'), at('/etc/sluicectl.yaml'),
       at(prefix, 'lib/systemd/system/sluiced.service'),
       ...HEADERS.map((h) => at(prefix, o.includedir, 'sluice', h)),
-      at(prefix, o.libdir, 'libsluice.a'), at(prefix, o.libdir, 'pkgconfig/libsluice.pc'),
+      ...libFiles(),
     ]);
     assert.deepEqual(walk(dest).sort(), [...want].sort());
     for (const p of PROGRAMS)
@@ -76,6 +90,31 @@ describe('meson install', { skip }, () => {
     // sluiced reads the installed file by default (--help names it)
     const help = spawnSync(at(prefix, o.bindir, 'sluiced'), ['--help'], { encoding: 'utf8' });
     assert.match(help.stdout, /default: \/etc\/sluice\/sluiced\.json when it exists/);
+  });
+
+  test('libsluice.so.0: soname, exactly the public symbols, sluice.pc and version.h agree', () => {
+    const v = projectVersion();
+    const lib = at(prefix, o.libdir, `libsluice.so.${v}`);
+    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so.0')), `libsluice.so.${v}`);
+    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so')), 'libsluice.so.0');
+    const dyn = spawnSync('readelf', ['-d', lib], { encoding: 'utf8' }).stdout;
+    assert.match(dyn, /\(SONAME\) +Library soname: \[libsluice\.so\.0\]/);
+    // every defined dynamic symbol is an SL_EXPORT declaration of the installed headers
+    const declared = new Set(HEADERS.flatMap((h) =>
+      [...fs.readFileSync(at(prefix, o.includedir, 'sluice', h), 'utf8')
+        .matchAll(/^SL_EXPORT [^(]*?\b(sl_[a-z_0-9]+)\(/gm)].map((m) => m[1])));
+    const nm = spawnSync('nm', ['-D', '--defined-only', lib], { encoding: 'utf8' });
+    assert.equal(nm.status, 0, nm.stderr);
+    const exported = nm.stdout.split('\n').filter((l) => l && !/ A /.test(l))
+      .map((l) => l.split(' ')[2].replace(/@.*/, ''));
+    assert.deepEqual(exported.sort(), [...declared].sort());
+    assert.ok(exported.includes('sl_version') && exported.includes('sl_server_new'), exported.join(' '));
+    const pc = fs.readFileSync(at(prefix, o.libdir, 'pkgconfig/sluice.pc'), 'utf8');
+    assert.match(pc, new RegExp(`^Version: ${v.replace(/\./g, '\\.')}$`, 'm'));
+    assert.match(pc, /^Requires: libuv/m);
+    assert.match(pc, /^Libs: -L\$\{libdir\} -lsluice$/m);
+    const vh = fs.readFileSync(at(prefix, o.includedir, 'sluice/version.h'), 'utf8');
+    assert.match(vh, new RegExp(`#define SLUICE_VERSION "${v.replace(/\./g, '\\.')}"`));
   });
 
   test('each man page renders with man(1), NAME first; sluiced(8) lists every flag of --help', () => {

@@ -36,7 +36,7 @@ static int c_on_header(nghttp2_session *h2, const nghttp2_frame *fr, const uint8
     else if (strcmp((const char *)name, "grpc-status") == 0)
         s->grpc_status = atoi((const char *)value);
     else if (strcmp((const char *)name, "grpc-message") == 0)
-        sl_grpc_percent_decode((const char *)value, vlen < 500 ? vlen : 500, s->grpc_message);
+        sl_pct_decode((const char *)value, vlen, s->grpc_message, sizeof s->grpc_message, 0);
     return 0;
 }
 

@@ -236,59 +236,6 @@ static void test_prefix_bytes(void **state)
     assert_memory_equal(p, want, 5);
 }
 
-static void test_code_names(void **state)
-{
-    (void)state;
-    assert_string_equal(sl_grpc_code_name(SL_GRPC_OK), "OK");
-    assert_string_equal(sl_grpc_code_name(SL_GRPC_INVALID_ARGUMENT), "INVALID_ARGUMENT");
-    assert_string_equal(sl_grpc_code_name(SL_GRPC_UNIMPLEMENTED), "UNIMPLEMENTED");
-    assert_string_equal(sl_grpc_code_name(SL_GRPC_UNAUTHENTICATED), "UNAUTHENTICATED");
-    assert_string_equal(sl_grpc_code_name(17), "UNKNOWN");
-    assert_string_equal(sl_grpc_code_name(-1), "UNKNOWN");
-}
-
-static void test_percent_encode(void **state)
-{
-    (void)state;
-    char *s = sl_grpc_percent_encode("a%b\n \xc3\xa9~\x7f");
-    assert_string_equal(s, "a%25b%0A %C3%A9~%7F");
-    free(s);
-    s = sl_grpc_percent_encode("");
-    assert_string_equal(s, "");
-    free(s);
-}
-
-static void test_percent_decode(void **state)
-{
-    (void)state;
-    char out[64];
-    const char *in = "a%25b%0A%c3%a9";
-    assert_int_equal(sl_grpc_percent_decode(in, strlen(in), out), 6);
-    assert_string_equal(out, "a%b\n\xc3\xa9");
-    /* Invalid escapes stay literal. */
-    in = "%zz%4%";
-    assert_int_equal(sl_grpc_percent_decode(in, strlen(in), out), 6);
-    assert_string_equal(out, "%zz%4%");
-    /* Length-bounded: a '%' whose digits lie beyond len stays. */
-    assert_int_equal(sl_grpc_percent_decode("%41", 2, out), 2);
-    assert_string_equal(out, "%4");
-}
-
-static void test_percent_round_trip_all_bytes(void **state)
-{
-    (void)state;
-    char in[256], out[256];
-    for (int i = 1; i < 256; i++)
-        in[i - 1] = (char)i;
-    in[255] = '\0';
-    char *enc = sl_grpc_percent_encode(in);
-    for (const char *p = enc; *p; p++)
-        assert_true(*p >= 0x20 && *p <= 0x7e);
-    assert_int_equal(sl_grpc_percent_decode(enc, strlen(enc), out), 255);
-    assert_memory_equal(in, out, 256);
-    free(enc);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -300,10 +247,6 @@ int main(void)
         cmocka_unit_test(test_lazy_allocation),
         cmocka_unit_test(test_idle_and_progress),
         cmocka_unit_test(test_prefix_bytes),
-        cmocka_unit_test(test_code_names),
-        cmocka_unit_test(test_percent_encode),
-        cmocka_unit_test(test_percent_decode),
-        cmocka_unit_test(test_percent_round_trip_all_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

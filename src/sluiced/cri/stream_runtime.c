@@ -14,7 +14,7 @@
 #include "cri/cri_util.h"
 #include "cri/stream_sess.h"
 #include "fsutil.h"
-#include "hostproc/hp_connect.h"
+#include "hp_connect.h"
 #include "pod/netns.h"
 
 /* ---- session registry ---- */

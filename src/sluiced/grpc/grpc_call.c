@@ -148,7 +148,7 @@ void sl_grpc_call_answer_early(sl_grpc_call *call, int http, int code, const cha
     sl_grpc_call_report(call, code, msg, NULL);
     sl_grpc_conn *c = call->conn;
     char status[16], code_s[16];
-    char *enc = msg && *msg ? sl_grpc_percent_encode(msg) : NULL;
+    char *enc = msg && *msg ? sl_pct_encode_grpc(msg) : NULL;
     snprintf(status, sizeof(status), "%d", http);
     snprintf(code_s, sizeof(code_s), "%d", code);
     nghttp2_nv nva[] = {

@@ -134,7 +134,7 @@ void sl_grpc_stream_end(sl_grpc_call *call, int code, const char *msg, bool drop
     if (drop)
         drop_waiting(call);
     free(call->end_msg);
-    call->end_msg = msg && *msg ? sl_grpc_percent_encode(msg) : NULL;
+    call->end_msg = msg && *msg ? sl_pct_encode_grpc(msg) : NULL;
     call->end_code = code;
     call->ending = true;
     call->state = CALL_ANSWERED;

@@ -1,4 +1,4 @@
-#include "hostproc/hp_connect.h"
+#include "hp_connect.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,4 +1,5 @@
-/* Loopback connect for the host backend's port-forward. */
+/* Loopback connect: the port-forward of sluice-hostd's host backend, and of
+ * the sessions sluiced serves itself (from inside the pod's netns). */
 #ifndef SL_HP_CONNECT_H
 #define SL_HP_CONNECT_H
 

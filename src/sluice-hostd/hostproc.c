@@ -1,5 +1,5 @@
 /* Host-process runtime backend (tests and demo). */
-#include "sluice/hostproc.h"
+#include "hostproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hostproc/hp_connect.h"
+#include "hp_connect.h"
 #include "sluice/error.h"
 
 typedef struct hp_container {
