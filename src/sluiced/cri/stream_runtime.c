@@ -200,6 +200,7 @@ static void exec_start(void *arg, sl_proc *proc, const sl_exec_request *r, const
                             "exec_id", s ? s->id : "", "container_id", c->id, "cmd", cmd, "tty",
                             r->tty, "stdin", r->in, "stdout", r->out, "stderr", r->err, "width",
                             sz ? sz->width : 0, "height", sz ? sz->height : 0);
+    sl_cri_exec_limits(rt, req);
     send_start(rt, proc, s, m, req);
 }
 
