@@ -255,6 +255,9 @@ static void cancel(void *arg, sl_proc *proc)
         s->proc = NULL;
         sl_proc_set_data(proc, NULL);
         sl_proc_exited(proc, 137, "cancelled");
+        if (s->kind == SL_STREAM_EXEC) /* waiting for admission or starting: never runs */
+            run_simple(
+                arg, json_pack("{s:s, s:i, s:s}", "type", "kill_exec", "id", 0, "exec_id", s->id));
         return;
     }
     /* An attach client that went away: its pipes close with the session,

@@ -15,6 +15,8 @@
 //   - an ExecSync whose deadline passes while it waits never starts (its
 //     command writes a line to a file: fewer lines than calls, and no line
 //     comes later);
+//   - streaming exec sessions whose clients leave while they wait never
+//     start, and leave no process;
 //   - 200 concurrent streaming exec sessions (WebSocket v5) of `sleep 2`
 //     all end with exit code 0.
 import assert from 'node:assert/strict';
@@ -180,6 +182,33 @@ describe('exec admission per pod', { timeout: SUITE_TIMEOUT_MS }, () => {
         console.log(`# ${n} ExecSync, 1 start at once, timeout 1 s: ${first} started`);
         assert.ok(first < n, `all ${n} started: none was left waiting`);
         assert.equal(later, first, 'an exec started after its deadline');
+        assert.deepEqual(await settle('sleep', stormedSleeps), [], 'exec\'d processes left');
+      } finally {
+        await one.stop();
+      }
+    });
+
+  test('streaming exec sessions whose clients leave while queued never start',
+    { skip: skipReason() }, async () => {
+      const one = await SluicedInstance.start({ label: 'exadc',
+        args: ['--exec-max-concurrent-per-pod', '1'] });
+      try {
+        const { ctr } = await podWithCtr(one, 'wsgone');
+        const n = 40;
+        const sessions = await Promise.all(Array.from({ length: n }, async () => {
+          const url = await one.execUrl(ctr, ['sh', '-c', `echo x >> /started; exec sleep ${SLEEP_ARG}`]);
+          return connect(wsUrl(url), { protocols: [V5], timeoutMs: 60000 });
+        }));
+        for (const s of sessions) s.ws.terminate();
+        await sleep(3000);
+        const count = async () => +(await one.execSync(ctr, ['sh', '-c',
+          'cat /started 2>/dev/null | wc -l'], 10)).stdout.toString().trim();
+        const first = await count();
+        await sleep(2000);
+        const later = await count();
+        console.log(`# ${n} sessions gone at once, 1 start at once: ${first} started`);
+        assert.ok(first < n, `all ${n} started`);
+        assert.equal(later, first, 'an exec started after its client left');
         assert.deepEqual(await settle('sleep', stormedSleeps), [], 'exec\'d processes left');
       } finally {
         await one.stop();

@@ -264,6 +264,8 @@ static void cancel(void *arg, sl_proc *proc)
         s->proc = NULL;
         sl_proc_set_data(proc, NULL);
         sl_proc_exited(proc, 137, "cancelled");
+        if (s->kind == SL_SESS_EXEC) /* waiting for admission or starting: never runs */
+            send_simple(arg, s, json_pack("{s:s, s:s}", "type", "kill_exec", "exec_id", s->id));
         return;
     }
     end_proc(s, false, 0, NULL); /* an attach just goes away */
