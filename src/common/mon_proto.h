@@ -29,6 +29,16 @@
 /* The range of attach's "backlog" (sluiced's attach-backlog). */
 #define SL_MON_ATTACH_BACKLOG_MIN (64u * 1024)
 #define SL_MON_ATTACH_BACKLOG_MAX (1024u * 1024 * 1024)
+/* Exec admission per pod (the exec's "max_concurrent" and "queue_max",
+ * sluiced's exec-max-concurrent-per-pod and exec-queue-max): at most this
+ * many execs of a pod are being started (runc exec runs) at once; the
+ * others wait in FIFO order, at most queue_max of them. */
+#define SL_MON_EXEC_MAX_CONCURRENT 4
+#define SL_MON_EXEC_MAX_CONCURRENT_LIMIT 1024
+#define SL_MON_EXEC_QUEUE_MAX 1024
+#define SL_MON_EXEC_QUEUE_MAX_LIMIT 4096
+/* The "code" of an error reply that hit a limit (RESOURCE_EXHAUSTED). */
+#define SL_MON_ERR_EXHAUSTED "resource_exhausted"
 /* The monitor's sockets live in <run-dir>/pods/<pod id, 64 hex>/: its
  * control socket, and briefly one console socket per tty container or
  * exec, whose name is never longer. sluiced refuses a run dir for which

@@ -129,14 +129,16 @@ json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
 {
     const sl_server_config *c = &l->stream;
     return json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "idle_timeout_ms",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "idle_timeout_ms",
         (json_int_t)c->idle_timeout_ms, "creation_timeout_ms", (json_int_t)c->creation_timeout_ms,
         "max_request_line", (json_int_t)c->max_request_line, "max_headers",
         (json_int_t)c->max_headers, "max_head_size", (json_int_t)c->max_head_size, "max_ws_message",
         (json_int_t)c->max_ws_message, "output_high_water", (json_int_t)c->output_high_water,
         "max_sessions", (json_int_t)c->max_sessions, "tty_size_wait_ms",
         (json_int_t)c->tty_size_wait_ms, "portforward_connect_timeout_ms",
-        (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog);
+        (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog,
+        "exec_max_concurrent", (json_int_t)l->exec_max_concurrent, "exec_queue_max",
+        (json_int_t)l->exec_queue_max);
 }
 
 /* A u32 field: present and within [min, UINT32_MAX], or absent. */
@@ -155,6 +157,8 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
     sl_server_config_init(c);
     l->pf_connect_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
     l->attach_backlog = 0;
+    l->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
+    l->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
     if (j && !json_is_object(j))
         return *why = "limits must be an object", -1;
     int64_t idle;
@@ -170,7 +174,9 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
         u32(j, "max_sessions", 1, &c->max_sessions) ||
         u32(j, "tty_size_wait_ms", 0, &c->tty_size_wait_ms) ||
         u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms) ||
-        u32(j, "attach_backlog", 0, &l->attach_backlog))
+        u32(j, "attach_backlog", 0, &l->attach_backlog) ||
+        u32(j, "exec_max_concurrent", 1, &l->exec_max_concurrent) ||
+        u32(j, "exec_queue_max", 0, &l->exec_queue_max))
         return *why = "limits: every field must be an integer within its range", -1;
     return 0;
 }

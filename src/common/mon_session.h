@@ -25,6 +25,8 @@ typedef struct sl_mon_session_limits {
     sl_server_config stream;        /* the session fields of sl_server_adopt, max_sessions */
     uint32_t pf_connect_timeout_ms; /* a port-forward connect gives up after this */
     uint32_t attach_backlog;        /* bytes an attach may fall behind; 0: the monitor's */
+    uint32_t exec_max_concurrent;   /* an exec's "max_concurrent" (mon_proto.h) */
+    uint32_t exec_queue_max;        /* an exec's "queue_max" */
 } sl_mon_session_limits;
 
 /* {"kind": "exec"|"attach"|"portforward", ...the request's fields}. NULL

@@ -154,6 +154,13 @@ struct mon_exec {
     bool runc_ok;   /* runc exec exited 0: the process runs (or ran) */
     mon_req *reply; /* waits for runc exec's exit (and, tty, for the master) */
     sl_mtimer *drain_timer, *kill_timer;
+    bool want[3];                  /* stdin, stdout, stderr pipes (no tty) */
+    bool queued;                   /* admitted, waits for a start slot (FIFO by seq) */
+    uint64_t seq;                  /* order of admission */
+    unsigned max_concurrent;       /* its request's limit of starts at once */
+    bool runc_killed;              /* runc exec was killed before it finished */
+    unsigned long long runc_start; /* then its start time (clock ticks after boot), 0 */
+    json_t *cmd;                   /* its args (reference) */
 };
 
 typedef struct mon_unclaimed {
@@ -196,6 +203,10 @@ void mon_server_stop(mon *m);
 void mon_reply(mon *m, mon_req *r, json_t *fields, const int *fds, const char *const *names,
                size_t nfds);
 void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* mon_reply_err with a "code" field saying what kind of error it is
+ * (SL_MON_ERR_EXHAUSTED: a limit was reached). */
+void mon_reply_err_code(mon *m, mon_req *r, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Sends an event (stolen) to every connection that said hello. */
 void mon_event(mon *m, json_t *ev);
 mon_req *mon_req_new(uint64_t conn, const json_t *msg);
@@ -299,6 +310,15 @@ void mon_exec_kill_all(mon *m, const char *ctr_id);
 void mon_exec_conn_gone(mon *m, uint64_t conn);
 /* Called by the reaper: true when pid was a detached exec's process. */
 bool mon_exec_reaped(mon *m, pid_t pid, int status);
+/* Reads the pid file of every started exec whose pid is not known yet. */
+void mon_exec_pids_refresh(mon *m);
+
+/* mon_exec_sweep.c: what a killed runc exec left */
+/* A process's start time in clock ticks after boot (/proc/PID/stat). */
+int mon_proc_starttime(pid_t pid, unsigned long long *t);
+/* Kills the monitor's unknown children in ctr_id's mount namespace that
+ * started at `since` or later (exec_id: for the log). */
+void mon_exec_sweep(mon *m, const char *ctr_id, unsigned long long since, const char *exec_id);
 
 /* mon_sess.c: streaming sessions handed over by sluiced, served on the
  * monitor's loop with libsluice */

@@ -5,7 +5,15 @@
  * exited well: a process that could not be started (no such binary) is an
  * error reply with runc's reason, never a pipe carrying runc's log line and
  * a fake exit code. The monitor keeps only what it needs to resize and to
- * see the output end. */
+ * see the output end.
+ *
+ * Admission: at most max_concurrent execs of the pod are being started (a
+ * runc exec runs) at once; the others wait in FIFO order, at most queue_max
+ * of them, and beyond that the request is refused (code
+ * SL_MON_ERR_EXHAUSTED). A queued exec that is killed (its client's
+ * deadline passed, it went away) never starts. A runc exec still running
+ * when its exec is killed is killed too: under load, runc execs of
+ * timed-out probes otherwise pile up and starve the pod's other work. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -58,6 +66,7 @@ static void exec_free(mon_exec *x)
         mon_reply_err(m, x->reply, "exec %s ended", x->id);
     if (x->dir)
         sl_rm_rf(x->dir, NULL);
+    json_decref(x->cmd);
     free(x->dir);
     free(x->pid_file);
     free(x);
@@ -110,8 +119,10 @@ static pid_t exec_pid(mon_exec *x);
 static void fail(mon_exec *x, const char *why)
 {
     mon *m = x->m;
-    if (x->runc_ok && exec_pid(x) > 0)
+    if ((x->runc_ok || x->runc_killed) && exec_pid(x) > 0) {
         kill(-x->pid, SIGKILL);
+        kill(x->pid, SIGKILL);
+    }
     mon_reply_err(m, x->reply, "%s", why);
     x->reply = NULL;
     exec_free(x);
@@ -163,10 +174,19 @@ static void runc_reason(const mon_exec *x, int status, const char *err, char *ou
         snprintf(out, outlen, "runc exec exited %d", mon_exit_code(status));
 }
 
-static void exec_done(mon *m, int status, const char *err, void *data)
+static void admit_next(mon *m);
+
+static void runc_ended(mon *m, int status, const char *err, mon_exec *x)
 {
-    mon_exec *x = data;
-    x->job = NULL;
+    if (x->runc_killed) {
+        if (exec_pid(x) <= 0 && x->runc_start)
+            mon_exec_sweep(m, x->ctr_id, x->runc_start, x->id);
+        char why[256];
+        snprintf(why, sizeof(why), "exec %s was cancelled while runc exec started it", x->id);
+        mon_log(MON_INFO, "%s", why);
+        fail(x, why);
+        return;
+    }
     if (status != 0 || exec_pid(x) <= 0) { /* runc could not start the process */
         char reason[SL_MON_ERR_TEXT], why[SL_MON_ERR_TEXT + 200];
         runc_reason(x, status, err, reason, sizeof(reason));
@@ -185,6 +205,15 @@ static void exec_done(mon *m, int status, const char *err, void *data)
     int st; /* the process is ours to reap now */
     if (mon_unclaimed_take(m, x->pid, &st))
         mon_exec_reaped(m, x->pid, st);
+}
+
+/* runc exec exited: its start slot goes to the next queued exec. */
+static void exec_done(mon *m, int status, const char *err, void *data)
+{
+    mon_exec *x = data;
+    x->job = NULL;
+    runc_ended(m, status, err, x);
+    admit_next(m);
 }
 
 bool mon_exec_reaped(mon *m, pid_t pid, int status)
@@ -287,6 +316,7 @@ typedef struct exec_args {
     const json_t *cmd;
     bool tty, in, out, err;
     int64_t w, h;
+    int64_t max_concurrent, queue_max;
 } exec_args;
 
 static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
@@ -302,6 +332,11 @@ static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
     if (sl_mon_int(msg, "width", 0, 65535, 0, &a->w) ||
         sl_mon_int(msg, "height", 0, 65535, 0, &a->h))
         return "width and height must be 0..65535";
+    if (sl_mon_int(msg, "max_concurrent", 1, SL_MON_EXEC_MAX_CONCURRENT_LIMIT,
+                   SL_MON_EXEC_MAX_CONCURRENT, &a->max_concurrent) ||
+        sl_mon_int(msg, "queue_max", 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, SL_MON_EXEC_QUEUE_MAX,
+                   &a->queue_max))
+        return "max_concurrent must be 1..1024 and queue_max 0..4096";
     size_t n = json_array_size(a->cmd);
     if (!json_is_array(a->cmd) || n == 0 || n > EXEC_MAX_ARGS)
         return "cmd must be a non-empty array";
@@ -319,18 +354,34 @@ static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
     return NULL;
 }
 
-static unsigned count(const mon *m)
+typedef struct exec_counts {
+    unsigned all, starting, queued;
+} exec_counts;
+
+static exec_counts counts(const mon *m)
 {
-    unsigned n = 0;
-    for (const mon_exec *x = m->execs; x; x = x->next)
-        n++;
+    exec_counts n = {0};
+    for (const mon_exec *x = m->execs; x; x = x->next) {
+        n.all++;
+        n.starting += x->job != NULL;
+        n.queued += x->queued;
+    }
     return n;
 }
 
-/* Pipes of a non-tty exec: child[] for runc exec, client[] for sluiced. */
-static int exec_pipes(mon *m, const exec_args *a, int child[3], int client[3])
+/* The exec admitted first among those that wait. */
+static mon_exec *oldest_queued(mon *m)
 {
-    bool want[3] = {a->in, a->out, a->err};
+    mon_exec *best = NULL;
+    for (mon_exec *x = m->execs; x; x = x->next)
+        if (x->queued && (!best || x->seq < best->seq))
+            best = x;
+    return best;
+}
+
+/* Pipes of a non-tty exec: child[] for runc exec, client[] for sluiced. */
+static int exec_pipes(mon *m, const bool want[3], int child[3], int client[3])
+{
     for (int i = 0; i < 3; i++) {
         int p[2];
         child[i] = m->devnull;
@@ -361,27 +412,59 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     snprintf(x->id, sizeof(x->id), "%s", a->id);
     snprintf(x->ctr_id, sizeof(x->ctr_id), "%s", a->c->id);
     x->tty = a->tty;
+    x->want[0] = a->in, x->want[1] = a->out, x->want[2] = a->err;
+    x->max_concurrent = (unsigned)a->max_concurrent;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
     x->client[0] = x->client[1] = x->client[2] = -1;
     char *base = sl_path_join(m->run_dir, "exec");
     x->dir = base ? sl_path_join(base, a->id) : NULL;
     x->pid_file = x->dir ? sl_path_join(x->dir, "pid") : NULL;
     free(base);
+    x->cmd = json_incref((json_t *)a->cmd);
+    x->want_w = (int)a->w, x->want_h = (int)a->h;
     x->next = m->execs;
     m->execs = x;
-    char *pj = NULL, *proc = NULL;
-    if (!x->pid_file || sl_mkdir_p(x->dir, 0700, e) < 0 ||
-        !(pj = process_json(a->c->bundle, a->cmd, a->tty, (int)a->w, (int)a->h, e)) ||
-        !(proc = sl_path_join(x->dir, "process.json")) ||
-        sl_write_file_atomic(proc, pj, strlen(pj), 0600, e) < 0) {
-        free(pj);
-        free(proc);
+    if (!x->pid_file) {
         exec_free(x);
-        return NULL;
+        return sl_error_set(e, ENOMEM, "exec"), NULL;
     }
-    free(pj);
-    free(proc);
     return x;
+}
+
+/* A scratch file for runc: no fsync, unlike the records that must survive
+ * (a queue of probes would wait on the disk). */
+static int write_scratch(const char *path, const char *text, sl_error *e)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t len = strlen(text), off = 0;
+    while (fd >= 0 && off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        off += (size_t)n;
+    }
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (fd < 0 || off < len)
+        return sl_error_set(e, err, "cannot write %s", path);
+    return 0;
+}
+
+/* The exec's dir with its process.json, made when it is about to start. */
+static int exec_prepare(mon_exec *x, sl_error *e)
+{
+    mon_ctr *c = mon_ctr_find(x->m, x->ctr_id);
+    if (!c || c->state != CTR_RUNNING || c->reaped || c->removing)
+        return sl_error_set(e, ESRCH, "container is not running");
+    SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
+    SL_AUTOFREE char *pj = NULL;
+    if (!proc || sl_mkdir_p(x->dir, 0700, e) < 0 ||
+        !(pj = process_json(c->bundle, x->cmd, x->tty, x->want_w, x->want_h, e)))
+        return -1;
+    return write_scratch(proc, pj, e);
 }
 
 static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
@@ -406,44 +489,95 @@ static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
     return mon_runc(x->m, args, child, exec_done, x, e);
 }
 
-void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
+/* Starts runc exec for x (admitted): pipes or console socket, then runc.
+ * On failure the reply is the error and x is gone. */
+static void launch(mon_exec *x)
 {
-    exec_args a = {0};
-    const char *why = exec_parse(m, msg, &a);
-    if (!why && count(m) >= SL_MON_MAX_EXECS)
-        why = "too many execs";
-    if (why) {
-        mon_reply_err(m, r, "%s", why);
-        return;
-    }
+    mon *m = x->m;
     sl_error e = {0};
-    mon_exec *x = exec_new(m, &a, &e);
     int child[3] = {-1, -1, -1}, client[3] = {-1, -1, -1};
-    if (x && a.tty) {
+    x->queued = false;
+    bool ready = exec_prepare(x, &e) == 0;
+    if (ready && x->tty) {
         child[0] = m->devnull; /* runc's own errors go to the capture */
         if ((x->console = mon_console_new(m, console_cb, x, &e)))
             x->job = spawn(x, child, &e);
-    } else if (x && exec_pipes(m, &a, child, client) == 0) {
+    } else if (ready && exec_pipes(m, x->want, child, client) == 0) {
         x->job = spawn(x, child, &e);
-    } else if (x) {
+    } else if (ready) {
         sl_error_set(&e, errno, "exec pipes");
     }
     close_fds(m, child, 3);
-    if (!x || !x->job) {
+    if (!x->job) {
         close_fds(m, client, 3);
-        if (x)
-            exec_free(x);
-        mon_reply_err(m, r, "exec: %s", e.msg);
+        char why[sizeof(e.msg) + 16];
+        snprintf(why, sizeof(why), "exec: %s", e.msg);
+        fail(x, why);
         return;
     }
-    x->conn = r->conn;
     mon_log(MON_INFO, "exec %s in %s: runc pid %d", x->id, x->ctr_id, (int)mon_job_pid(x->job));
-    x->reply = r; /* once runc exec exited well: maybe_reply */
     for (int i = 0; i < 3; i++)
         x->client[i] = client[i];
     for (int i = 1; i < 3; i++)
         if (client[i] >= 0)
             watch_hup(x, i - 1, fcntl(client[i], F_DUPFD_CLOEXEC, 3));
+}
+
+/* Starts queued execs while their limit of starts at once allows. */
+static void admit_next(mon *m)
+{
+    mon_exec *x;
+    while (!m->shutting_down && (x = oldest_queued(m)) && counts(m).starting < x->max_concurrent)
+        launch(x);
+}
+
+/* Why the exec is refused now (a limit is reached), or NULL; *now: it
+ * may start at once rather than wait. */
+static const char *admission(mon *m, const exec_args *a, bool *now, char *buf, size_t len)
+{
+    exec_counts n = counts(m);
+    *now = n.queued == 0 && n.starting < a->max_concurrent;
+    if (n.all >= SL_MON_MAX_EXECS)
+        return snprintf(buf, len, "too many execs in this pod (%u)", n.all), buf;
+    if (*now || n.queued < a->queue_max)
+        return NULL;
+    snprintf(buf, len,
+             "too many execs in this pod: %u wait to start, the limit exec-queue-max is %lld "
+             "(%u start at once, exec-max-concurrent-per-pod %lld)",
+             n.queued, (long long)a->queue_max, n.starting, (long long)a->max_concurrent);
+    return buf;
+}
+
+void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
+{
+    static uint64_t next_seq;
+    exec_args a = {0};
+    const char *why = exec_parse(m, msg, &a);
+    if (why) {
+        mon_reply_err(m, r, "%s", why);
+        return;
+    }
+    char buf[SL_MON_ERR_TEXT];
+    bool now;
+    if ((why = admission(m, &a, &now, buf, sizeof(buf)))) {
+        mon_reply_err_code(m, r, SL_MON_ERR_EXHAUSTED, "%s", why);
+        return;
+    }
+    sl_error e = {0};
+    mon_exec *x = exec_new(m, &a, &e);
+    if (!x) {
+        mon_reply_err(m, r, "exec: %s", e.msg);
+        return;
+    }
+    x->conn = r->conn;
+    x->reply = r; /* once runc exec exited well: maybe_reply */
+    x->seq = ++next_seq;
+    if (now) {
+        launch(x);
+        return;
+    }
+    x->queued = true;
+    mon_log(MON_DEBUG, "exec %s in %s waits for a start slot", x->id, x->ctr_id);
 }
 
 static pid_t exec_pid(mon_exec *x)
@@ -460,6 +594,13 @@ static pid_t exec_pid(mon_exec *x)
     return x->pid;
 }
 
+void mon_exec_pids_refresh(mon *m)
+{
+    for (mon_exec *x = m->execs; x; x = x->next)
+        if (!x->queued && x->pid <= 0)
+            exec_pid(x);
+}
+
 static void kill_cb(void *data);
 
 /* SIGKILL the exec'd process and its process group: runc makes it a
@@ -468,6 +609,12 @@ static void kill_cb(void *data);
  * its pid file exists, retry. */
 static void kill_exec(mon_exec *x)
 {
+    if (x->job && !x->runc_killed) { /* runc_ended kills what it may have started */
+        x->runc_killed = true;
+        if (mon_proc_starttime(mon_job_pid(x->job), &x->runc_start) < 0)
+            x->runc_start = 0;
+        kill(mon_job_pid(x->job), SIGKILL);
+    }
     if (x->exited && x->pid > 0) {
         kill(-x->pid, SIGKILL);
         return;
@@ -490,16 +637,39 @@ static void kill_cb(void *data)
     kill_exec(x);
 }
 
+/* A queued exec that is killed never starts: its reply is the error. */
+static void drop_queued(mon_exec *x)
+{
+    char why[SL_MON_MAX_ID + 64];
+    snprintf(why, sizeof(why), "exec %s was cancelled before it started", x->id);
+    mon_log(MON_INFO, "%s", why);
+    fail(x, why);
+}
+
+/* The first queued exec of ctr_id (NULL: any) asked for over conn (0:
+ * any). Looked up afresh after each drop: a reply may end other execs. */
+static mon_exec *queued_of(mon *m, const char *ctr_id, uint64_t conn)
+{
+    for (mon_exec *x = m->execs; x; x = x->next)
+        if (x->queued && (!ctr_id || !strcmp(x->ctr_id, ctr_id)) && (!conn || x->conn == conn))
+            return x;
+    return NULL;
+}
+
 void mon_exec_kill(mon *m, mon_req *r, const json_t *msg)
 {
     mon_exec *x = exec_find(m, sl_mon_str(msg, "exec_id"));
-    if (x)
+    if (x && x->queued)
+        drop_queued(x);
+    else if (x)
         kill_exec(x);
     mon_reply(m, r, NULL, NULL, NULL, 0);
 }
 
 void mon_exec_kill_all(mon *m, const char *ctr_id)
 {
+    for (mon_exec *q; (q = queued_of(m, ctr_id, 0));)
+        drop_queued(q);
     for (mon_exec *x = m->execs; x; x = x->next)
         if (!ctr_id || strcmp(x->ctr_id, ctr_id) == 0)
             kill_exec(x);
@@ -507,6 +677,8 @@ void mon_exec_kill_all(mon *m, const char *ctr_id)
 
 void mon_exec_conn_gone(mon *m, uint64_t conn)
 {
+    for (mon_exec *q; conn && (q = queued_of(m, NULL, conn));)
+        drop_queued(q);
     for (mon_exec *x = m->execs; x; x = x->next) {
         if (x->conn != conn || !conn)
             continue;

@@ -160,13 +160,11 @@ void mon_reply(mon *m, mon_req *r, json_t *fields, const int *fds, const char *c
     mon_req_free(r);
 }
 
-void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
+__attribute__((format(printf, 4, 0))) static void reply_err(mon *m, mon_req *r, const char *code,
+                                                            const char *fmt, va_list ap)
 {
     char text[SL_MON_ERR_TEXT + 256];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
-    va_end(ap);
     mon_log(MON_ERR, "request failed: %s", text);
     if (r->local) {
         r->local(m, r->local_arg, false, NULL, NULL, NULL, 0, text);
@@ -174,8 +172,8 @@ void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
         return;
     }
     mon_conn *c = find_conn(m, r->conn);
-    json_t *reply =
-        json_pack("{s:s, s:O, s:b, s:s?}", "type", "reply", "id", r->id, "ok", 0, "error", text);
+    json_t *reply = json_pack("{s:s, s:O, s:b, s:s?, s:s*}", "type", "reply", "id", r->id, "ok", 0,
+                              "error", text, "code", code);
     if (!reply) /* text was not UTF-8 */
         reply = json_pack("{s:s, s:O, s:b, s:s}", "type", "reply", "id", r->id, "ok", 0, "error",
                           "request failed");
@@ -183,6 +181,22 @@ void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
         send_to(m, c, reply, NULL, 0);
     json_decref(reply);
     mon_req_free(r);
+}
+
+void mon_reply_err(mon *m, mon_req *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_err(m, r, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void mon_reply_err_code(mon *m, mon_req *r, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    reply_err(m, r, code, fmt, ap);
+    va_end(ap);
 }
 
 void mon_reply_all(mon *m, mon_req **list, const json_t *fields)

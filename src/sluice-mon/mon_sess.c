@@ -37,7 +37,8 @@ struct mon_sess_state {
     sess *list;
     uint64_t next_id;
     uint32_t pf_timeout_ms;
-    uint32_t attach_backlog; /* sluiced's attach-backlog, 0: the default */
+    uint32_t attach_backlog;                      /* sluiced's attach-backlog, 0: the default */
+    uint32_t exec_max_concurrent, exec_queue_max; /* the last hand-off's */
     bool closed;
 };
 
@@ -208,6 +209,10 @@ static void exec_start(void *arg, sl_proc *proc, const sl_exec_request *r, const
                   0, "exec_id", s ? s->id : "", "container_id", r->container_id, "cmd", cmd, "tty",
                   r->tty, "stdin", r->in, "stdout", r->out, "stderr", r->err, "width",
                   sz ? sz->width : 0, "height", sz ? sz->height : 0);
+    if (msg) {
+        json_object_set_new(msg, "max_concurrent", json_integer(m->sess->exec_max_concurrent));
+        json_object_set_new(msg, "queue_max", json_integer(m->sess->exec_queue_max));
+    }
     start(m, proc, s, msg);
 }
 
@@ -250,6 +255,9 @@ static void cancel(void *arg, sl_proc *proc)
         s->proc = NULL;
         sl_proc_set_data(proc, NULL);
         sl_proc_exited(proc, 137, "cancelled");
+        if (s->kind == SL_STREAM_EXEC) /* waiting for admission or starting: never runs */
+            run_simple(
+                arg, json_pack("{s:s, s:i, s:s}", "type", "kill_exec", "id", 0, "exec_id", s->id));
         return;
     }
     /* An attach client that went away: its pipes close with the session,
@@ -352,6 +360,8 @@ void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nf
     if (!why) {
         m->sess->pf_timeout_ms = h.lim.pf_connect_timeout_ms;
         m->sess->attach_backlog = h.lim.attach_backlog;
+        m->sess->exec_max_concurrent = h.lim.exec_max_concurrent;
+        m->sess->exec_queue_max = h.lim.exec_queue_max;
         rc = sl_server_adopt(m->sess->srv, h.conn, buf, (size_t)h.len, &h.req, &h.lim.stream);
         h.conn = -1; /* adopted or closed */
     }
@@ -377,6 +387,8 @@ int mon_sess_start(mon *m, sl_error *e)
     st->rt.ops = &sess_ops;
     st->rt.data = m;
     st->pf_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
+    st->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
+    st->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
     sl_server_config cfg;
     sl_server_config_init(&cfg);
     cfg.max_sessions = UINT32_MAX; /* each hand-off brings sluiced's limit */

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "mon_proto.h"
 #include "mon_session.h"
 
 /* The `session` message's request and limits, both ways. */
@@ -106,6 +107,8 @@ static void test_limits(void **st)
     in.stream.tty_size_wait_ms = 0; /* start at once: 0 must survive */
     in.pf_connect_timeout_ms = 99;
     in.attach_backlog = 8u << 20;
+    in.exec_max_concurrent = 3;
+    in.exec_queue_max = 0; /* 0 must survive: refuse every exec that would wait */
     json_t *j = sl_mon_session_limits_json(&in);
     sl_mon_session_limits out;
     const char *why = NULL;
@@ -116,6 +119,8 @@ static void test_limits(void **st)
     assert_int_equal(out.pf_connect_timeout_ms, 99);
     assert_int_equal(out.stream.tty_size_wait_ms, 0);
     assert_int_equal(out.attach_backlog, 8u << 20);
+    assert_int_equal(out.exec_max_concurrent, 3);
+    assert_int_equal(out.exec_queue_max, 0);
     assert_int_equal(out.stream.max_ws_message, SL_DEFAULT_MAX_WS_MESSAGE);
     json_decref(j);
     /* absent: the defaults */
@@ -124,13 +129,16 @@ static void test_limits(void **st)
     assert_int_equal(out.pf_connect_timeout_ms, SL_MON_PF_CONNECT_TIMEOUT_MS);
     assert_int_equal(out.stream.tty_size_wait_ms, SL_DEFAULT_TTY_SIZE_WAIT_MS);
     assert_int_equal(out.attach_backlog, 0); /* the monitor's default */
+    assert_int_equal(out.exec_max_concurrent, SL_MON_EXEC_MAX_CONCURRENT);
+    assert_int_equal(out.exec_queue_max, SL_MON_EXEC_QUEUE_MAX);
     const char *bad[] = {"[]",
                          "{\"idle_timeout_ms\":0}",
                          "{\"max_head_size\":10}",
                          "{\"output_high_water\":\"1\"}",
                          "{\"max_sessions\":4294967296}",
                          "{\"tty_size_wait_ms\":-1}",
-                         "{\"attach_backlog\":\"8M\"}"};
+                         "{\"attach_backlog\":\"8M\"}",
+                         "{\"exec_max_concurrent\":0}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *b = json_loads(bad[i], 0, NULL);
         if (sl_mon_session_limits_parse(b, &out, &why) == 0)

@@ -78,6 +78,12 @@ static const key keys[] = {
     {"attach-backlog", K_U32, F(attach_backlog), SL_MON_ATTACH_BACKLOG_MIN,
      SL_MON_ATTACH_BACKLOG_MAX, "BYTES",
      "output an attach client may fall behind before it is cut (never slows the container)"},
+    {"exec-max-concurrent-per-pod", K_U32, F(exec_max_concurrent), 1,
+     SL_MON_EXEC_MAX_CONCURRENT_LIMIT, "N",
+     "execs (ExecSync and streaming) of one pod being started at once; the others wait in a "
+     "FIFO queue"},
+    {"exec-queue-max", K_U32, F(exec_queue_max), 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, "N",
+     "execs of one pod waiting to start at most; beyond, RESOURCE_EXHAUSTED"},
     {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
      "streaming request line at most"},
     {"max-headers", K_U32, F(max_headers), 1, U32MAX, "N", "streaming request header fields"},
@@ -170,6 +176,8 @@ void sl_config_init(sl_config *c)
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
     c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
     c->attach_backlog = SL_MON_ATTACH_BACKLOG;
+    c->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
+    c->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;

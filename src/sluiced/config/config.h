@@ -77,7 +77,9 @@ typedef struct sl_config {
     uint32_t pf_connect_timeout_ms;  /* the pod monitor's port-forward connect */
     uint32_t keepalive_idle_ms, keepalive_interval_ms, keepalive_count;
     uint32_t tty_size_wait_ms;
-    uint32_t attach_backlog; /* bytes an attach client may fall behind (monitor) */
+    uint32_t attach_backlog;      /* bytes an attach client may fall behind (monitor) */
+    uint32_t exec_max_concurrent; /* execs of a pod being started at once (monitor) */
+    uint32_t exec_queue_max;      /* execs of a pod waiting to start (monitor) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;

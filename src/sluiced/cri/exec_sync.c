@@ -5,7 +5,12 @@
  *
  * Always answered on time: at the request's timeout the exec's whole
  * process group is killed and DEADLINE_EXCEEDED goes out at once, even if a
- * child that escaped the kill still holds the output open. */
+ * child that escaped the kill still holds the output open. The monitor
+ * kills a runc exec still starting it too, and drops it unstarted while it
+ * waits for admission (exec-max-concurrent-per-pod); a call that ends
+ * early (cancelled, its gRPC deadline, its connection gone) is killed the
+ * same way. A full admission queue (exec-queue-max) answers
+ * RESOURCE_EXHAUSTED. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,7 +41,7 @@ typedef struct sync_op {
     sl_stream_sess *sess; /* NULL once the exec ended */
     capture out, err;
     uv_timer_t timer; /* the request's timeout */
-    bool failed, timed_out, replied;
+    bool failed, timed_out, replied, exhausted;
     int code;
     size_t kept, dropped; /* output bytes, both streams */
     char msg[1024];
@@ -94,7 +99,8 @@ static void reply(sync_op *op)
         sl_grpc_call_fail(op->call, SL_GRPC_DEADLINE_EXCEEDED,
                           "command timed out after %lld seconds", (long long)op->timeout_s);
     } else if (op->failed) {
-        sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to exec in container: %s", op->msg);
+        sl_grpc_call_fail(op->call, op->exhausted ? SL_GRPC_RESOURCE_EXHAUSTED : SL_GRPC_UNKNOWN,
+                          "failed to exec in container: %s", op->msg);
     } else {
         if (op->dropped)
             note_dropped(op);
@@ -184,12 +190,9 @@ static void sync_end(sl_stream_sess *s, bool failed, int code, const char *msg)
     maybe_free(op);
 }
 
-static void timeout_cb(uv_timer_t *t)
+/* Asks the monitor to kill the exec (or drop it, still queued). */
+static void kill_exec(sync_op *op)
 {
-    sync_op *op = t->data;
-    if (!op->sess || op->replied)
-        return;
-    op->timed_out = true;
     sl_rt *rt = op->sess->rt;
     sl_pod *p = sl_model_pod(&rt->model, op->sess->pod_id);
     sl_error e;
@@ -197,7 +200,28 @@ static void timeout_cb(uv_timer_t *t)
     if (m)
         sl_monc_request(m, json_pack("{s:s, s:s}", "type", "kill_exec", "exec_id", op->sess->id),
                         NULL, 0, NULL, NULL, &e);
+}
+
+static void timeout_cb(uv_timer_t *t)
+{
+    sync_op *op = t->data;
+    if (!op->sess || op->replied)
+        return;
+    op->timed_out = true;
+    kill_exec(op);
     reply(op); /* on time, whatever the killed process's children do */
+}
+
+/* The call ended before its answer: nobody waits for the exec any more. */
+static void cancel_cb(sl_grpc_call *call, void *arg)
+{
+    (void)call;
+    sync_op *op = arg;
+    if (!op->sess || op->replied)
+        return;
+    op->timed_out = true; /* the answer is dropped: any will do */
+    kill_exec(op);
+    reply(op);
 }
 
 static void capture_start(sync_op *op, capture *c, uv_loop_t *loop, int fd)
@@ -232,6 +256,8 @@ static void sync_started(void *arg, const json_t *rep, int *fds, size_t nfds)
                       : json_is_true(json_object_get(rep, "ok"))
                           ? NULL
                           : json_string_value(json_object_get(rep, "error"));
+    const char *code = err && rep ? sl_mon_str(rep, "code") : NULL;
+    op->exhausted = code && !strcmp(code, SL_MON_ERR_EXHAUSTED);
     int out = err ? -1 : take_fd(rep, "stdout", fds, nfds);
     int errfd = err ? -1 : take_fd(rep, "stderr", fds, nfds);
     for (size_t i = 0; i < nfds; i++)
@@ -251,14 +277,24 @@ static void sync_started(void *arg, const json_t *rep, int *fds, size_t nfds)
         sync_end(s, true, 0, err);
 }
 
+void sl_cri_exec_limits(const sl_rt *rt, json_t *req)
+{
+    if (!req)
+        return;
+    json_object_set_new(req, "max_concurrent", json_integer(rt->cfg->exec_max_concurrent));
+    json_object_set_new(req, "queue_max", json_integer(rt->cfg->exec_queue_max));
+}
+
 static json_t *exec_message(const sl_stream_sess *s, const Runtime__V1__ExecSyncRequest *req)
 {
     json_t *cmd = json_array();
     for (size_t i = 0; i < req->n_cmd; i++)
         json_array_append_new(cmd, json_string(req->cmd[i]));
-    return json_pack("{s:s, s:s, s:s, s:o, s:b, s:b, s:b, s:b}", "type", "exec", "exec_id", s->id,
-                     "container_id", s->ctr_id, "cmd", cmd, "tty", false, "stdin", false, "stdout",
-                     true, "stderr", true);
+    json_t *msg = json_pack("{s:s, s:s, s:s, s:o, s:b, s:b, s:b, s:b}", "type", "exec", "exec_id",
+                            s->id, "container_id", s->ctr_id, "cmd", cmd, "tty", false, "stdin",
+                            false, "stdout", true, "stderr", true);
+    sl_cri_exec_limits(s->rt, msg);
+    return msg;
 }
 
 void sl_cri_exec_sync(sl_grpc_call *call, void *arg)
@@ -292,6 +328,7 @@ void sl_cri_exec_sync(sl_grpc_call *call, void *arg)
     op->handles = 1;
     if (req->timeout > 0)
         uv_timer_start(&op->timer, timeout_cb, (uint64_t)req->timeout * 1000, 0);
+    sl_grpc_call_on_cancel(call, cancel_cb, op);
     if (sl_monc_request(m, exec_message(s, req), NULL, 0, sync_started, op, &e) < 0)
         sync_end(s, true, 0, e.msg);
 }

@@ -200,6 +200,7 @@ static void exec_start(void *arg, sl_proc *proc, const sl_exec_request *r, const
                             "exec_id", s ? s->id : "", "container_id", c->id, "cmd", cmd, "tty",
                             r->tty, "stdin", r->in, "stdout", r->out, "stderr", r->err, "width",
                             sz ? sz->width : 0, "height", sz ? sz->height : 0);
+    sl_cri_exec_limits(rt, req);
     send_start(rt, proc, s, m, req);
 }
 
@@ -263,6 +264,8 @@ static void cancel(void *arg, sl_proc *proc)
         s->proc = NULL;
         sl_proc_set_data(proc, NULL);
         sl_proc_exited(proc, 137, "cancelled");
+        if (s->kind == SL_SESS_EXEC) /* waiting for admission or starting: never runs */
+            send_simple(arg, s, json_pack("{s:s, s:s}", "type", "kill_exec", "exec_id", s->id));
         return;
     }
     end_proc(s, false, 0, NULL); /* an attach just goes away */

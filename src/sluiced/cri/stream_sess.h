@@ -27,5 +27,8 @@ struct sl_stream_sess {
 /* Registers a session with a fresh id. NULL on ENOMEM. */
 sl_stream_sess *sl_sess_new(sl_rt *rt, int kind, const char *pod_id, const char *ctr_id);
 void sl_sess_free(sl_stream_sess *s);
+/* Adds the exec admission limits of the configuration (exec-max-
+ * concurrent-per-pod, exec-queue-max) to an `exec` request (exec_sync.c). */
+void sl_cri_exec_limits(const sl_rt *rt, json_t *req);
 
 #endif
