@@ -10,6 +10,7 @@
 #include "cri/ctr_mounts.h"
 #include "cri/events.h"
 #include "cri/model.h"
+#include "cri/sess_stats.h"
 #include "image/image_store.h"
 #include "sluice/runtime.h"
 #include "sys_error.h"
@@ -37,6 +38,8 @@ typedef struct sl_rt {
     sl_net_release *net_releases;
     /* what mounts can do (`runc features`, probed at start) */
     sl_mount_probe mount_probe;
+    /* streaming sessions counted for /metrics (sess_stats.h) */
+    sl_sess_stats sess_stats;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod
