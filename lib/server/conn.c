@@ -225,12 +225,12 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     if (n == 0)
         return;
+    if (c->proto) /* upgraded, also while finishing (the client's close) */
+        c->bytes_in += (uint64_t)n;
     if (c->state == CONN_HEAD)
         feed_head(c, (const uint8_t *)c->rbuf, (size_t)n);
-    else if (c->state == CONN_UPGRADED && c->proto) {
-        c->bytes_in += (uint64_t)n;
+    else if (c->state == CONN_UPGRADED && c->proto)
         c->proto->recv(c->ps, (const uint8_t *)c->rbuf, (size_t)n);
-    }
     /* CONN_FINISHING: input is ignored while the answer drains;
      * CONN_HANDOFF does not read */
 }
