@@ -93,7 +93,7 @@ describe('streaming sessions in /metrics and in the logs', { skip, timeout: 2400
 
   before(async () => {
     sd = await SluicedInstance.start({ label: 'smet',
-      args: ['--admin-listen', '127.0.0.1:0', '--log-level', 'debug'] });
+      args: ['--admin-listen', '127.0.0.1:0', '--log-level', 'debug', '--max-sessions', '1'] });
     port = await adminPort();
     pod = await sd.runPod('smet', { hostNetwork: true });
     ctr = await sd.runContainer(pod, 'sleeper', { command: ['sleep', '3600'] });
@@ -186,6 +186,22 @@ describe('streaming sessions in /metrics and in the logs', { skip, timeout: 2400
       for (const c of socks) c.destroy();
       srv.close();
     }
+  });
+
+  test('a session beyond max-sessions: the monitor refuses it, counted as monitor_refused', async () => {
+    const m0 = await scrape(port);
+    const live = await connect(wsUrl(await sd.execUrl(ctr, ['sh', '-c', 'echo up; exec sleep 60'])),
+      { protocols: [V5] });
+    await live.waitFor((x) => x.text(CH.STDOUT) === 'up\n', 'the exec runs', 10000);
+    await assert.rejects(connect(wsUrl(await sd.execUrl(ctr, ['true'])), { protocols: [V5] }),
+      (e) => e.status === 503 && /too many streaming sessions/.test(e.body));
+    const ref = (m) => value(m, 'sluice_stream_connections_refused_total', { reason: 'monitor_refused' });
+    const m1 = await scrape(port);
+    assert.equal(ref(m1), ref(m0) + 1);
+    assert.equal(v(m1, total('exec', 'websocket')), v(m0, total('exec', 'websocket')) + 1);
+    live.ws.close(1000);
+    await live.waitClosed(10000);
+    await scrapeUntil((m) => v(m, active('exec', 'websocket')) === 0, 'no live exec');
   });
 
   test('a live session is active, also after sluiced is SIGKILLed and started again', async () => {
