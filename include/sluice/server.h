@@ -170,6 +170,36 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
 SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
                               const sl_stream_request *req, const sl_server_config *limits);
 
+/* ---- session observer: what each session was, for logs and metrics ---- */
+
+/* A session (an upgraded connection). Strings are valid during the call. */
+typedef struct sl_session_info {
+    sl_stream_kind kind;
+    const char *transport; /* "spdy", "websocket", "websocket-tunnel" (SPDY port-forward
+                              inside WebSocket) */
+    const char *protocol;  /* the negotiated subprotocol, e.g. "v5.channel.k8s.io"; "" none */
+    const char *target;    /* the container id (exec, attach) or pod sandbox id */
+    uint64_t bytes_to_client, bytes_from_client; /* on the wire after the request head */
+    uint64_t duration_ms;                        /* since the upgrade */
+    /* At the end: "exit" (the session ended its own way: the process ended
+     * or the port-forward was done), "client_closed" (the peer closed or
+     * reset the connection), "idle_timeout" (idle-timeout-ms passed),
+     * "error" (a write failed, a protocol error), "shutdown" (the server
+     * closed); NULL at the start. */
+    const char *end_reason;
+} sl_session_info;
+
+/* Called on the loop thread when a session starts (end_reason NULL) and
+ * when it ends, once each. */
+typedef void (*sl_server_session_fn)(void *arg, const sl_session_info *info);
+
+/* Sets (or, with fn NULL, clears) the observer for sessions upgraded from
+ * now on. */
+SL_EXPORT void sl_server_set_session_observer(sl_server *s, sl_server_session_fn fn, void *arg);
+
+/* Tokens issued and neither consumed nor expired. */
+SL_EXPORT size_t sl_server_pending_tokens(const sl_server *s);
+
 /* Number of live sessions (upgraded connections). */
 SL_EXPORT size_t sl_server_session_count(const sl_server *s);
 /* Connections open (sessions, heads being read, hand-offs in flight), and

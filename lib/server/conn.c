@@ -1,6 +1,7 @@
 #include "server/conn_int.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -13,6 +14,44 @@
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
+
+/* The first cause seen is the one reported. */
+static void set_end_reason(sl_conn *c, const char *reason)
+{
+    if (!c->end_reason)
+        c->end_reason = reason;
+}
+
+void sl_conn_describe(sl_conn *c, const sl_stream_req *req, const char *transport,
+                      const char *protocol)
+{
+    const char *target = req->kind == SL_STREAM_EXEC     ? req->u.exec.container_id
+                         : req->kind == SL_STREAM_ATTACH ? req->u.attach.container_id
+                                                         : req->u.pf.pod_sandbox_id;
+    c->kind = req->kind;
+    c->transport = transport;
+    c->protocol = protocol ? protocol : "";
+    snprintf(c->target, sizeof(c->target), "%s", target ? target : "");
+}
+
+/* A session starts (reason NULL) or ends: the server's observer hears it. */
+static void observe(sl_conn *c, const char *reason)
+{
+    sl_server *srv = c->srv;
+    if (!srv->session_fn || !c->transport)
+        return;
+    sl_session_info info = {
+        .kind = c->kind,
+        .transport = c->transport,
+        .protocol = c->protocol,
+        .target = c->target,
+        .bytes_to_client = c->bytes_out,
+        .bytes_from_client = c->bytes_in,
+        .duration_ms = uv_now(srv->loop) - c->upgraded_ms,
+        .end_reason = reason,
+    };
+    srv->session_fn(srv->session_arg, &info);
+}
 
 static void closed_cb(uv_handle_t *h)
 {
@@ -35,6 +74,10 @@ void sl_conn_close(sl_conn *c)
     sl_stream_req_free(c->adopted);
     c->adopted = NULL;
     bool was_session = c->proto != NULL;
+    if (was_session) {
+        set_end_reason(c, c->srv->closing ? "shutdown" : "error");
+        observe(c, c->end_reason);
+    }
     if (c->proto) {
         const sl_conn_proto *p = c->proto;
         c->proto = NULL;
@@ -78,9 +121,12 @@ static void write_cb(uv_write_t *req, int status)
 {
     sl_conn *c = req->data;
     size_t n = sl_uvout_done(&c->wout, &c->out, status);
+    if (status >= 0)
+        c->bytes_out += n;
     if (c->closing)
         return;
     if (status < 0) {
+        set_end_reason(c, "error");
         sl_conn_close(c);
         return;
     }
@@ -173,11 +219,14 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     sl_conn *c = s->data;
     (void)buf;
     if (n < 0) { /* EOF or error: the peer is gone */
+        set_end_reason(c, "client_closed");
         sl_conn_close(c);
         return;
     }
     if (n == 0)
         return;
+    if (c->proto) /* upgraded, also while finishing (the client's close) */
+        c->bytes_in += (uint64_t)n;
     if (c->state == CONN_HEAD)
         feed_head(c, (const uint8_t *)c->rbuf, (size_t)n);
     else if (c->state == CONN_UPGRADED && c->proto)
@@ -328,6 +377,10 @@ void sl_conn_upgrade(sl_conn *c, const sl_conn_proto *proto, void *s, const uint
     c->proto = proto;
     c->ps = s;
     c->srv->nsessions++;
+    c->bytes_in = len;
+    c->bytes_out = 0; /* the upgrade answer is queued, not yet written */
+    c->upgraded_ms = uv_now(c->srv->loop);
+    observe(c, NULL);
     if (len > 0)
         proto->recv(s, leftover, len);
 }
@@ -369,9 +422,16 @@ void sl_conn_finish(sl_conn *c)
 {
     if (c->closing || c->state == CONN_FINISHING)
         return;
+    if (c->state == CONN_UPGRADED)
+        set_end_reason(c, "exit"); /* the session ends its own way */
     c->state = CONN_FINISHING;
     uv_timer_start(&c->timer, expire_cb, SL_CONN_FINISH_TIMEOUT_MS, 0);
     sl_conn_flush(c);
+}
+
+void sl_conn_set_end_reason(sl_conn *c, const char *reason)
+{
+    set_end_reason(c, reason);
 }
 
 void sl_conn_abort(sl_conn *c)

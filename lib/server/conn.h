@@ -62,6 +62,9 @@ bool sl_conn_congested(const sl_conn *c);
 void sl_conn_pause_read(sl_conn *c, bool pause);
 /* Writes what is queued, then closes. */
 void sl_conn_finish(sl_conn *c);
+/* Why the session ends, when its protocol knows better than the socket
+ * (a WebSocket close from the client); the first reason set stays. */
+void sl_conn_set_end_reason(sl_conn *c, const char *reason);
 /* Closes at once; queued output is dropped. */
 void sl_conn_abort(sl_conn *c);
 

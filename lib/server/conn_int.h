@@ -17,6 +17,8 @@
 /* How often a connection whose reads are paused checks that its peer is
  * still there. */
 #define SL_CONN_PAUSED_PROBE_MS 1000u
+/* Bytes of a session's container or pod id kept for the observer. */
+#define SL_SESSION_TARGET_MAX 128
 
 typedef enum conn_state {
     CONN_HEAD,      /* reading the request head */
@@ -49,6 +51,12 @@ struct sl_conn {
     sl_handoff *handoff;
     sl_stream_req *hreq;
     size_t hleft; /* bytes at the end of raw that followed the head */
+    /* the session, for the observer (sl_conn_describe) */
+    sl_stream_kind kind;
+    const char *transport, *protocol;
+    char target[SL_SESSION_TARGET_MAX + 1];
+    uint64_t bytes_out, bytes_in, upgraded_ms;
+    const char *end_reason; /* set by the first cause seen */
 };
 
 /* Closes the socket and frees c once its handles are closed. */

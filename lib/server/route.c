@@ -89,6 +89,7 @@ static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_st
             sl_conn_finish(c);
             return;
         }
+        sl_conn_describe(c, req, "websocket-tunnel", chosen);
         sl_spdy_tunnel_start(s, c, req, leftover, len);
         return;
     }
@@ -106,6 +107,7 @@ static void upgrade_ws(sl_server *s, sl_conn *c, const sl_http_request *r, sl_st
         sl_conn_finish(c); /* the handshake wrote the error answer */
         return;
     }
+    sl_conn_describe(c, req, "websocket", chosen);
     if (pf)
         sl_ws_pf_start(s, c, req, chosen, leftover, len);
     else
@@ -123,6 +125,7 @@ static void upgrade_spdy(sl_server *s, sl_conn *c, const sl_http_request *r, sl_
         sl_conn_finish(c); /* the error answer is queued */
         return;
     }
+    sl_conn_describe(c, req, "spdy", chosen);
     if (pf)
         sl_spdy_pf_start(s, c, req, leftover, len);
     else

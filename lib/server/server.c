@@ -215,6 +215,17 @@ uint64_t sl_server_refused_count(const sl_server *s)
     return s->refused;
 }
 
+void sl_server_set_session_observer(sl_server *s, sl_server_session_fn fn, void *arg)
+{
+    s->session_fn = fn;
+    s->session_arg = arg;
+}
+
+size_t sl_server_pending_tokens(const sl_server *s)
+{
+    return sl_token_cache_pending(s->tokens, uv_now(s->loop));
+}
+
 static int park(sl_server *s, sl_stream_req *req, const char *method, char **url)
 {
     if (!req)

@@ -31,6 +31,8 @@ struct sl_server {
     void *close_arg;
     sl_server_handoff_fn handoff_fn; /* NULL: serve every session here */
     void *handoff_arg;
+    sl_server_session_fn session_fn; /* NULL: nobody observes sessions */
+    void *session_arg;
 };
 
 /* Dispatches a complete request head: route, token (or the request an
@@ -61,6 +63,12 @@ void sl_spdy_pf_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const uint
 
 void sl_spdy_tunnel_start(sl_server *srv, sl_conn *c, sl_stream_req *req, const uint8_t *leftover,
                           size_t len);
+
+/* Names what c is about to serve (before sl_conn_upgrade), for the
+ * session observer: transport and protocol are static or live as long as
+ * the server. */
+void sl_conn_describe(sl_conn *c, const sl_stream_req *req, const char *transport,
+                      const char *protocol);
 
 /* Called when a connection ends, to keep the count and finish a close. */
 void sl_server_conn_gone(sl_server *srv, sl_conn *c, bool was_session);

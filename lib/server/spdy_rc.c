@@ -122,6 +122,7 @@ static void t_abort(void *t, const char *why)
 {
     spdy_rc *x = t;
     (void)why;
+    sl_conn_set_end_reason(x->c, "idle_timeout");
     x->finishing = true;
     for (int ch = 0; ch < NCH; ch++)
         if (x->sid[ch])

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "server/conn.h"
 #include "sluice/error.h"
 #include "ws/ws_channel.h"
 
@@ -41,6 +42,7 @@ void sl_ws_out_flush(sl_ws_out *o)
 void sl_ws_out_peer_closed(sl_ws_out *o)
 {
     o->ending = true;
+    sl_conn_set_end_reason(o->c, "client_closed");
     /* the close frame first: finishing an empty queue shuts the socket */
     sl_ws_out_flush(o);
     sl_conn_finish(o->c);
@@ -51,6 +53,8 @@ void sl_ws_out_end(sl_ws_out *o, uint16_t code, const char *reason)
     if (o->ending)
         return;
     o->ending = true;
+    /* 1000: the session is done; 1001: given up (idle timeout) */
+    sl_conn_set_end_reason(o->c, code == 1000 ? "exit" : code == 1001 ? "idle_timeout" : "error");
     sl_ws_conn_close(o->ws, code, reason);
     sl_ws_out_peer_closed(o);
 }

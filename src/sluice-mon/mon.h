@@ -329,6 +329,8 @@ void mon_sess_stop(mon *m);
 void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nfds);
 /* Every event also goes to the sessions served here (borrowed). */
 void mon_sess_event(mon *m, const json_t *ev);
+/* hello's `live_sessions` (mon_sess_report.h). */
+json_t *mon_sess_live_sessions(const mon *m);
 /* Runs a request in-process: its reply goes to fn. r_msg is borrowed. */
 void mon_local_request(mon *m, const json_t *msg, mon_local_fn fn, void *arg);
 

@@ -236,8 +236,9 @@ static void hello(mon *m, mon_req *r, const json_t *msg)
             json_array_append_new(list, mon_ctr_json(ctr));
     /* sessions: this monitor serves streaming connections (`session`). */
     mon_reply(m, r,
-              json_pack("{s:s, s:i, s:o, s:b}", "pod_id", m->pod_id, "pid", (int)getpid(),
-                        "containers", list, "sessions", 1),
+              json_pack("{s:s, s:i, s:o, s:b, s:o}", "pod_id", m->pod_id, "pid", (int)getpid(),
+                        "containers", list, "sessions", 1, "live_sessions",
+                        mon_sess_live_sessions(m)),
               NULL, NULL, 0);
 }
 

@@ -14,6 +14,7 @@
 
 #include "mon.h"
 #include "mon_pf.h"
+#include "mon_sess_report.h"
 #include "mon_session.h"
 #include "sluice/error.h"
 #include "sluice/server.h"
@@ -40,6 +41,7 @@ struct mon_sess_state {
     uint32_t attach_backlog;                      /* sluiced's attach-backlog, 0: the default */
     uint32_t exec_max_concurrent, exec_queue_max; /* the last hand-off's */
     bool closed;
+    mon_sess_live live; /* sessions by operation and transport (hello) */
 };
 
 /* ---- registry ---- */
@@ -379,6 +381,19 @@ void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nf
 
 /* ---- start, stop ---- */
 
+static void observe(void *arg, const sl_session_info *info)
+{
+    mon *m = arg;
+    if (m->sess)
+        mon_sess_report(m, &m->sess->live, info);
+}
+
+json_t *mon_sess_live_sessions(const mon *m)
+{
+    static const mon_sess_live none;
+    return mon_sess_live_json(m->sess ? &m->sess->live : &none);
+}
+
 int mon_sess_start(mon *m, sl_error *e)
 {
     struct mon_sess_state *st = calloc(1, sizeof(*st));
@@ -398,6 +413,7 @@ int mon_sess_start(mon *m, sl_error *e)
         return sl_error_set(e, ENOMEM, "streaming sessions: %s", sl_strerror(rc));
     }
     m->sess = st;
+    sl_server_set_session_observer(st->srv, observe, m);
     return 0;
 }
 

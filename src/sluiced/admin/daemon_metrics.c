@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "admin/prom.h"
+#include "admin/session_metrics.h"
 #include "cri/sluice_version.h"
 
 static void gauge(FILE *f, const char *name, const char *help, uint64_t v)
@@ -104,9 +105,6 @@ static void write_grpc(FILE *f, const sl_grpc_server *grpc, const sl_rt *rt)
     counter(f, "sluice_grpc_connections_idle_closed_total",
             "CRI connections closed by grpc-idle-timeout-ms.", st.idle_closed);
     gauge(f, "sluice_event_subscribers", "Open GetContainerEvents streams.", rt->events.nsubs);
-    /* Streaming sessions (exec, attach, port-forward) are served by the pod
-     * monitors, not counted here: their metrics belong with the sessions
-     * (gathered from each monitor over its control socket). */
 }
 
 int sl_daemon_metrics(const sl_calls *calls, const sl_cri *cri, const sl_grpc_server *grpc,
@@ -126,6 +124,8 @@ int sl_daemon_metrics(const sl_calls *calls, const sl_cri *cri, const sl_grpc_se
     write_log_drops(f, &cri->rt);
     write_images(f, &cri->rt);
     write_grpc(f, grpc, &cri->rt);
+    /* Sessions are served by the pod monitors, which report them. */
+    sl_session_metrics_write(f, &cri->rt, cri->stream);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         free(*text);

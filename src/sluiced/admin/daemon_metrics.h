@@ -1,6 +1,7 @@
 /* The /metrics page of sluiced: CRI calls (calls.h), pods and containers
  * by state, pod monitors with a live control connection, image imports,
- * gRPC connections, GetContainerEvents subscribers. Gathered on the loop
+ * gRPC connections, GetContainerEvents subscribers, streaming sessions
+ * (session_metrics.h). Gathered on the loop
  * thread at each scrape (a container's state is its monitor's
  * status.json, as ContainerStatus reads it). */
 #ifndef SL_DAEMON_METRICS_H

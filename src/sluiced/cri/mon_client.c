@@ -29,7 +29,8 @@ struct sl_monc {
     pending *pend;
     int64_t next_id;
     bool dead, closing;
-    bool sessions; /* the hello reply said "sessions": true */
+    bool sessions;     /* the hello reply said "sessions": true */
+    sl_sess_live live; /* sessions the monitor serves (hello, then events) */
 };
 
 /* ---- connection ---- */
@@ -75,6 +76,7 @@ static void dispatch(sl_monc *m, json_t *msg, int *fds, size_t nfds)
             break;
         }
     } else if (m->on_event) {
+        sl_sess_live_event(&m->live, msg);
         m->on_event(m->event_arg, msg);
     }
     for (size_t i = 0; i < nfds; i++) /* nobody took them */
@@ -129,8 +131,10 @@ static void hello_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
     sl_monc *m = arg;
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
-    if (reply)
+    if (reply) {
         m->sessions = json_is_true(json_object_get(reply, "sessions"));
+        sl_sess_live_hello(&m->live, reply);
+    }
 }
 
 sl_monc *sl_monc_connect(uv_loop_t *loop, const char *run_dir, sl_monc_event_fn on_event,
@@ -212,6 +216,11 @@ bool sl_monc_alive(const sl_monc *m)
 bool sl_monc_serves_sessions(const sl_monc *m)
 {
     return m && m->sessions;
+}
+
+const sl_sess_live *sl_monc_live_sessions(const sl_monc *m)
+{
+    return m && !m->dead ? &m->live : NULL;
 }
 
 static void closed_cb(uv_handle_t *h)

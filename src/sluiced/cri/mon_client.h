@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "cri/sess_stats.h"
 #include "mon_proto.h"
 #include "sys_error.h"
 
@@ -37,6 +38,11 @@ bool sl_monc_alive(const sl_monc *m);
 /* True once the monitor's hello reply said it serves streaming sessions
  * (`session`); a monitor started by an older sluiced does not. */
 bool sl_monc_serves_sessions(const sl_monc *m);
+
+/* The sessions this monitor serves now, by operation and transport (its
+ * hello reply, then its session events); NULL when the connection is
+ * lost: a dead monitor's sessions are not live. */
+const sl_sess_live *sl_monc_live_sessions(const sl_monc *m);
 
 /* Closes the connection; pending requests get a NULL reply now. */
 void sl_monc_close(sl_monc *m);

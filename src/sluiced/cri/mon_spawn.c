@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proc/child.h"
+#include "sl_log.h"
 
 typedef struct spawn_op {
     sl_mon_spawned_fn done;
@@ -40,9 +41,20 @@ int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawn
         return sl_error_set(e, ENOMEM, "pod monitor");
     op->done = done;
     op->arg = arg;
-    const char *argv[16] = {o->mon_path,   "--pod-id",   o->pod_id,   "--run-dir", o->run_dir,
-                            "--state-dir", o->state_dir, "--runtime", o->runtime};
-    int n = 9;
+    /* The monitor logs at sluiced's level (at its start: not changed by a
+     * later SIGHUP), e.g. every session's start and end at debug. */
+    const char *argv[20] = {o->mon_path,
+                            "--pod-id",
+                            o->pod_id,
+                            "--run-dir",
+                            o->run_dir,
+                            "--state-dir",
+                            o->state_dir,
+                            "--runtime",
+                            o->runtime,
+                            "--log-level",
+                            sl_log_level_name(sl_log_get_level())};
+    int n = 11;
     if (o->netns) {
         argv[n++] = "--netns";
         argv[n++] = o->netns;

@@ -92,6 +92,29 @@ static void count_dropped(sl_rt *rt, const json_t *ev)
     }
 }
 
+/* A session a monitor served, at debug with its numbers (as the monitor
+ * logs it in its own log). */
+static void log_session(const sl_pod *p, const json_t *ev)
+{
+    const char *type = sl_mon_str(ev, "type");
+    bool end = !strcmp(type, "session_ended");
+    char out[24] = "", in[24] = "", ms[24] = "";
+    if (end) {
+        snprintf(out, sizeof(out), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(ev, "bytes_to_client")));
+        snprintf(in, sizeof(in), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(ev, "bytes_from_client")));
+        snprintf(ms, sizeof(ms), "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(json_object_get(ev, "duration_ms")));
+    }
+    sl_log(SL_LOG_DEBUG, end ? "session ended" : "session started", "pod", p->id, "operation",
+           sl_mon_str(ev, "operation"), "transport", sl_mon_str(ev, "transport"), "protocol",
+           sl_mon_str(ev, "protocol"), "container_id", sl_mon_str(ev, "container_id"),
+           "pod_sandbox_id", sl_mon_str(ev, "pod_sandbox_id"), "reason", sl_mon_str(ev, "reason"),
+           "bytes_to_client", end ? out : NULL, "bytes_from_client", end ? in : NULL, "duration_ms",
+           end ? ms : NULL, NULL);
+}
+
 void sl_rt_mon_event(void *arg, const json_t *event)
 {
     sl_pod *p = arg;
@@ -108,6 +131,11 @@ void sl_rt_mon_event(void *arg, const json_t *event)
         p->mon = NULL;
         sl_monc_close(m);
         sl_rt_stream_event(rt, p, NULL);
+        return;
+    }
+    if (!strncmp(sl_mon_str(event, "type"), "session_", 8)) {
+        log_session(p, event);
+        sl_sess_stats_event(&rt->sess_stats, event);
         return;
     }
     sl_events_mon(rt, p, event);

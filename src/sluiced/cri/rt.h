@@ -10,6 +10,7 @@
 #include "cri/ctr_mounts.h"
 #include "cri/events.h"
 #include "cri/model.h"
+#include "cri/sess_stats.h"
 #include "image/image_store.h"
 #include "sluice/runtime.h"
 #include "sys_error.h"
@@ -40,6 +41,8 @@ typedef struct sl_rt {
     /* CRI log bytes and records the monitors reported dropped since this
      * sluiced started (/metrics) */
     uint64_t log_dropped_bytes, log_dropped_records;
+    /* streaming sessions counted for /metrics (sess_stats.h) */
+    sl_sess_stats sess_stats;
 } sl_rt;
 
 /* Opens the image store, loads pods and containers, reconnects to the pod

@@ -20,6 +20,7 @@ struct sl_stream_handoff {
 typedef struct pending {
     sl_handoff *h;
     sl_monc *mon;
+    sl_stream_handoff *ho;
 } pending;
 
 /* The bytes travel in a memfd: they may not fit a control message. */
@@ -45,6 +46,10 @@ static void reply_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
     pending *p = arg;
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
+    if (!reply)
+        p->ho->rt->sess_stats.refused_gone++;
+    else if (!json_is_true(json_object_get(reply, "ok")) && sl_monc_serves_sessions(p->mon))
+        p->ho->rt->sess_stats.refused_monitor++;
     if (!reply)
         sl_handoff_done(p->h, 502, "the pod monitor went away");
     else if (json_is_true(json_object_get(reply, "ok")))
@@ -97,7 +102,7 @@ static void handoff_cb(void *arg, sl_handoff *h, int fd, const uint8_t *head, si
         sl_handoff_done(h, SL_HANDOFF_LOCAL, NULL);
         return;
     }
-    *p = (pending){h, mon};
+    *p = (pending){h, mon, ho};
     if (sl_monc_request(mon, msg, fds, 2, reply_cb, p, &e) < 0) {
         sl_log(SL_LOG_WARN, "streaming session served by sluiced, not by the pod monitor", "error",
                e.msg, NULL);
@@ -117,6 +122,8 @@ sl_stream_handoff *sl_stream_handoff_enable(sl_server *srv, sl_rt *rt, const sl_
     ho->lim.stream.address = ho->lim.stream.base_path = ho->lim.stream.advertise_host = NULL;
     ho->lim.pf_connect_timeout_ms = pf_connect_timeout_ms;
     sl_server_set_handoff(srv, handoff_cb, ho);
+    /* Sessions no monitor takes are served here: counted the same way. */
+    sl_server_set_session_observer(srv, sl_sess_stats_observe, &rt->sess_stats);
     return ho;
 }
 
