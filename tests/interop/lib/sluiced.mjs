@@ -34,6 +34,7 @@ export const PAUSE_IMAGE = 'localhost/sluice/pause:latest';
 
 const START_TIMEOUT_MS = 20000;
 const STOP_TIMEOUT_MS = 30000; // the ASan leak check at exit takes a while
+const STOP_LEFTOVER_WAIT_MS = 5000; // monitors and reapers still exiting after a stop
 const CALL_DEADLINE_MS = 30000;
 const RAW_TIMEOUT_MS = 10000;
 const BANNER = /^sluiced: CRI on (\S+) streaming on (http:\/\/127\.0\.0\.1:(\d+)\/)$/m;
@@ -123,6 +124,11 @@ export function pidAlive(pid) {
 
 // Pids of the sluice-mon processes whose command line names a path under root.
 export function monitorsUnder(root) {
+  return podProcsUnder(root, ['sluice-mon']);
+}
+
+// Pod monitors and their reapers (the monitor's parent: argv sluice-reaper RUN_DIR PID).
+export function podProcsUnder(root, names = ['sluice-mon', 'sluice-reaper']) {
   const pids = [];
   for (const ent of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(ent)) continue;
@@ -132,7 +138,8 @@ export function monitorsUnder(root) {
     } catch {
       continue;
     }
-    if (path.basename(argv[0] || '') === 'sluice-mon' && argv.some((a) => a.startsWith(root)) &&
+    if (names.includes(path.basename(argv[0] || '')) &&
+      argv.some((a) => a.startsWith(root)) &&
       pidAlive(Number(ent)))
       pids.push(Number(ent));
   }
@@ -535,7 +542,7 @@ export class SluicedInstance {
   leftovers() {
     const left = [];
     for (const m of mountsUnder(this.root)) left.push(`mount ${m}`);
-    for (const pid of monitorsUnder(this.root)) left.push(`sluice-mon pid ${pid}`);
+    for (const pid of podProcsUnder(this.root)) left.push(`sluice-mon/sluice-reaper pid ${pid}`);
     for (const c of runcContainers(this.runDir)) left.push(`runc container ${c.id} (${c.root})`);
     const pods = path.join(this.runDir, 'pods');
     if (fs.existsSync(pods))
@@ -560,8 +567,13 @@ export class SluicedInstance {
     this.cri?.close();
     this.cri = null;
     if (this.proc && !this.proc.exited) problems.push(...(await this.proc.terminate()));
-    await sleep(200); // monitors finish their shutdown and exit
-    const { left, cgroups } = this.leftovers();
+    // Monitors and reapers finish their shutdown and exit: a few ms on an idle machine, over
+    // 200 ms under ASan at load 20; a real leftover is still there after the wait.
+    let { left, cgroups } = this.leftovers();
+    for (let t = 0; left.length && t < STOP_LEFTOVER_WAIT_MS; t += 100) {
+      await sleep(100);
+      ({ left, cgroups } = this.leftovers());
+    }
     if (left.length) problems.push(`left behind: ${left.join('; ')}`);
     const reports = this.sanitizerReports();
     if (reports.length) problems.push(`sanitizer reports:\n${reports.join('\n')}`);
@@ -592,7 +604,7 @@ export class SluicedInstance {
         await p.exitPromise;
       }
     }
-    for (const pid of monitorsUnder(this.root)) {
+    for (const pid of podProcsUnder(this.root)) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
