@@ -36,7 +36,17 @@ static void test_halves_equal_sync(void **state)
     sl_error e = {0};
     sl_image_import *imp = sl_image_import_begin(f->s, wpath(f, "a.tar"), "localhost/x:9", &e);
     assert_non_null(imp);
+    struct stat st;
+    assert_int_equal(stat(wpath(f, "a.tar"), &st), 0);
+    sl_import_progress p;
+    sl_image_import_progress(imp, &p); /* nothing read yet */
+    assert_int_equal(p.bytes_read, 0);
+    assert_int_equal(p.bytes_total, st.st_size);
+    assert_false(p.unpacking);
     assert_int_equal(sl_image_import_run(imp), 0);
+    sl_image_import_progress(imp, &p); /* read through */
+    assert_int_equal(p.bytes_read, st.st_size);
+    assert_true(p.unpacking);
     assert_absent(f, "localhost/a:1"); /* not visible before the commit */
     char **ids = NULL;
     assert_int_equal(sl_image_import_commit(imp, &ids, &e), 0);
@@ -52,6 +62,10 @@ static void test_halves_equal_sync(void **state)
     imp = sl_image_import_begin(f->s, wpath(f, "a.tar"), NULL, &e);
     assert_int_equal(truncate(wpath(f, "a.tar"), 1000), 0);
     assert_int_equal(sl_image_import_run(imp), -1);
+    sl_image_import_progress(imp, &p); /* the file shrank after begin */
+    assert_int_equal(p.bytes_total, st.st_size);
+    assert_in_range(p.bytes_read, 1, 1000);
+    assert_false(p.unpacking);
     assert_int_equal(sl_image_import_commit(imp, NULL, &e), -1);
     assert_non_null(strstr(e.msg, "a.tar"));
     sl_image_import_free(imp);

@@ -1,6 +1,7 @@
 #include "cri/image_jobs.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 /* A commit that found a layer gone (a removal ran meanwhile) begins anew
  * this many times before the import counts as failed. */
 #define IMPORT_RETRIES 3
+/* A running import says how far it is in sluiced's log this often. */
+#define IMPORT_PROGRESS_LOG_MS 5000u
 
 typedef enum job_kind { JOB_IMPORT, JOB_BARRIER } job_kind;
 
@@ -48,6 +51,7 @@ struct sl_imgq {
     sl_image_import *imp;
     uint64_t started_ms;
     uv_work_t work;
+    uv_timer_t *log_timer; /* while an import runs */
     failure *failures;
     bool stopping, pumping;
     sl_imgq_fatal_fn fatal;
@@ -174,11 +178,56 @@ static void log_imported(sl_imgq *q, const job *j, double commit_ms)
            NULL);
 }
 
+static void fmt_mib(uint64_t bytes, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.1f", (double)bytes / (1 << 20));
+}
+
+static void log_progress_cb(uv_timer_t *t)
+{
+    sl_imgq *q = t->data;
+    if (!q->cur || !q->imp)
+        return;
+    sl_import_progress p;
+    sl_image_import_progress(q->imp, &p);
+    char rd[32], tot[32], secs[32];
+    fmt_mib(p.bytes_read, rd, sizeof(rd));
+    fmt_mib(p.bytes_total, tot, sizeof(tot));
+    snprintf(secs, sizeof(secs), "%.0f", (double)(uv_now(q->loop) - q->started_ms) / 1000);
+    sl_log(SL_LOG_INFO, "image import progress", "file", q->cur->path, "read_mib", rd, "total_mib",
+           tot, "phase", p.unpacking ? "unpacking" : "reading", "seconds", secs, NULL);
+}
+
+static void start_log_timer(sl_imgq *q)
+{
+    q->log_timer = calloc(1, sizeof(*q->log_timer));
+    if (!q->log_timer || uv_timer_init(q->loop, q->log_timer) < 0) {
+        free(q->log_timer); /* no progress lines: the import goes on */
+        q->log_timer = NULL;
+        return;
+    }
+    q->log_timer->data = q;
+    uv_timer_start(q->log_timer, log_progress_cb, IMPORT_PROGRESS_LOG_MS, IMPORT_PROGRESS_LOG_MS);
+}
+
+static void free_handle_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+static void stop_log_timer(sl_imgq *q)
+{
+    if (q->log_timer)
+        uv_close((uv_handle_t *)q->log_timer, free_handle_cb);
+    q->log_timer = NULL;
+}
+
 static void after_cb(uv_work_t *w, int status)
 {
     sl_imgq *q = w->data;
     job *j = q->cur;
     q->cur = NULL;
+    stop_log_timer(q);
     sl_error e = {0};
     uint64_t t0 = uv_hrtime();
     int rc = sl_image_import_commit(q->imp, NULL, &e);
@@ -214,6 +263,7 @@ static void start_import(sl_imgq *q, job *j)
     if (rc == 0) {
         q->cur = j;
         q->started_ms = uv_now(q->loop);
+        start_log_timer(q);
         return;
     }
     if (q->imp) {
@@ -327,6 +377,34 @@ bool sl_imgq_may_give(const sl_imgq *q, const char *ref, bool unknown_counts)
         if (job_may_give(q, j, ref, unknown_counts))
             return true;
     return false;
+}
+
+static char *progress_json(const char *file, const char *phase, const sl_import_progress *p,
+                           double secs)
+{
+    json_t *j = json_pack("{s:s, s:s, s:I, s:I, s:f}", "file", file, "phase", phase, "bytesRead",
+                          (json_int_t)p->bytes_read, "bytesTotal", (json_int_t)p->bytes_total,
+                          "secondsElapsed", secs);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    json_decref(j);
+    return text;
+}
+
+char *sl_imgq_progress_json(const sl_imgq *q, const char *ref)
+{
+    sl_import_progress p = {0};
+    if (job_may_give(q, q->cur, ref, true) && q->imp) {
+        sl_image_import_progress(q->imp, &p);
+        double secs = (double)(uv_now(q->loop) - q->started_ms) / 1000;
+        return progress_json(q->cur->path, p.unpacking ? "unpacking" : "reading", &p, secs);
+    }
+    for (const job *j = q->head; j; j = j->next)
+        if (job_may_give(q, j, ref, true)) {
+            struct stat st;
+            p.bytes_total = stat(j->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+            return progress_json(j->path, "queued", &p, 0);
+        }
+    return NULL;
 }
 
 const char *sl_imgq_failures(const sl_imgq *q, char *buf, size_t n)

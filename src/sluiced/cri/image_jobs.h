@@ -46,6 +46,13 @@ void sl_imgq_retry(sl_imgq *q, sl_grpc_handler handler, sl_grpc_call *call, void
  * never imported, so what it holds is not known yet. */
 bool sl_imgq_may_give(const sl_imgq *q, const char *ref, bool unknown_counts);
 
+/* How far the import that may give ref (as sl_imgq_may_give with
+ * unknown_counts) is, as JSON: {"file", "phase": "queued" | "reading" |
+ * "unpacking", "bytesRead", "bytesTotal" (of the tarball file),
+ * "secondsElapsed"} (malloc'd); NULL when no import may give ref, or on
+ * ENOMEM. */
+char *sl_imgq_progress_json(const sl_imgq *q, const char *ref);
+
 /* What a failed import of a tarball said, for the answers of calls that
  * looked for an image in vain: "FILE: error; FILE: error" into buf ("" when
  * none failed). */

@@ -100,7 +100,8 @@ void sl_cri_image_status(sl_grpc_call *call, void *arg)
     sl_error e;
     const char *ref = spec_image(req->image);
     const sl_image *img = sl_image_store_find(rt->images, ref, &e);
-    if (!img && sl_imgq_may_give(rt->imgq, ref, true)) { /* e.g. an import at start */
+    char *progress = !img && req->verbose ? sl_imgq_progress_json(rt->imgq, ref) : NULL;
+    if (!img && !progress && sl_imgq_may_give(rt->imgq, ref, true)) { /* e.g. at start */
         sl_imgq_retry(rt->imgq, sl_cri_image_status, call, arg);
         return;
     }
@@ -110,7 +111,20 @@ void sl_cri_image_status(sl_grpc_call *call, void *arg)
         fill_image(&out, img);
         resp.image = &out.img;
     }
+    /* verbose, while an import that may give it runs: answered at once,
+     * without image, with how far the import is (sluicectl image import
+     * shows it) */
+    Runtime__V1__ImageStatusResponse__InfoEntry entry =
+        RUNTIME__V1__IMAGE_STATUS_RESPONSE__INFO_ENTRY__INIT;
+    Runtime__V1__ImageStatusResponse__InfoEntry *entries[] = {&entry};
+    if (progress) {
+        entry.key = "importProgress";
+        entry.value = progress;
+        resp.n_info = 1;
+        resp.info = entries;
+    }
     sl_grpc_call_reply(call, &resp.base);
+    free(progress);
 }
 
 /* NOT_FOUND (or INVALID_ARGUMENT for a bad reference) for an image the

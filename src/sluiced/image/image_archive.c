@@ -163,9 +163,18 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Publishes how far into the file the reading is (the raw bytes libarchive
+ * consumed, whatever the compression). */
+static void note_read(struct archive *a, const sl_stage *st)
+{
+    la_int64_t n = archive_filter_bytes(a, -1);
+    if (st->bytes_read && n > 0)
+        atomic_store_explicit(st->bytes_read, (uint64_t)n, memory_order_relaxed);
+}
+
 /* Copies the current member's data into fd, hashing it. */
-static int copy_member(struct archive *a, int fd, sl_staged *m, const atomic_int *cancel,
-                       sl_error *e)
+static int copy_member(struct archive *a, int fd, sl_staged *m, const sl_stage *st,
+                       const atomic_int *cancel, sl_error *e)
 {
     EVP_MD_CTX *sha = EVP_MD_CTX_new();
     SL_AUTOFREE char *buf = malloc(STAGE_CHUNK);
@@ -189,6 +198,7 @@ static int copy_member(struct archive *a, int fd, sl_staged *m, const atomic_int
         }
         EVP_DigestUpdate(sha, buf, (size_t)n);
         m->size += (uint64_t)n;
+        note_read(a, st);
     }
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
@@ -217,7 +227,7 @@ static int stage_file(struct archive *a, struct archive_entry *ent, const char *
         openat(st->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return sl_error_set(e, errno, "stage %s", path);
-    if (copy_member(a, fd, m, cancel, e) < 0)
+    if (copy_member(a, fd, m, st, cancel, e) < 0)
         return -1;
     if (m->size != (uint64_t)size)
         return sl_error_set(e, EIO, "%s: %llu bytes instead of %lld", path,
@@ -299,10 +309,12 @@ static struct archive *open_outer(const char *path, sl_error *e)
 }
 
 int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim,
-                     const atomic_int *cancel, sl_stage *st, sl_error *e)
+                     const atomic_int *cancel, _Atomic uint64_t *bytes_read, sl_stage *st,
+                     sl_error *e)
 {
     memset(st, 0, sizeof(*st));
     st->dirfd = stage_dirfd;
+    st->bytes_read = bytes_read;
     struct archive *a = open_outer(path, e);
     if (!a)
         return -1;
@@ -317,6 +329,7 @@ int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *l
                               (unsigned long long)lim->max_archive_entries);
         else
             rc = stage_entry(a, ent, lim, cancel, st, e);
+        note_read(a, st);
     }
     archive_read_free(a);
     return rc < 0 ? sl_error_wrap(e, "read %s", path) : 0;

@@ -50,6 +50,8 @@ struct sl_image_import {
     sl_image_ref extra;
     int has_extra;
     int ran, run_rc, committed;
+    _Atomic uint64_t bytes_read; /* of the tarball: run writes, anyone reads */
+    atomic_bool read_through;
     sl_error err;
     sl_error *e; /* where the run's errors go (&err) */
 };
@@ -430,10 +432,12 @@ static int stage_and_parse(import_ctx *c)
     int dfd = open(c->stage_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return sl_error_set(c->e, errno, "open %s", c->stage_dir);
-    if (sl_stage_archive(c->path, dfd, &c->s->lim, &c->s->cancel, &c->st, c->e) < 0) {
+    if (sl_stage_archive(c->path, dfd, &c->s->lim, &c->s->cancel, &c->bytes_read, &c->st, c->e) <
+        0) {
         c->st.dirfd = dfd;
         return -1;
     }
+    atomic_store(&c->read_through, true);
     if (sl_pending_parse(&c->st, &c->s->lim, &c->p, &c->np, c->e) < 0)
         return -1;
     if (c->has_extra && c->np != 1)
@@ -564,6 +568,16 @@ int sl_image_import_commit(sl_image_import *c, char ***ids, sl_error *e)
     if (rc == 0 || !e || e->errnum != EAGAIN) /* EAGAIN: the caller runs it again */
         counted(c->s, rc);
     return rc < 0 ? sl_error_wrap(e, "import %s", c->path) : 0;
+}
+
+void sl_image_import_progress(const sl_image_import *c, sl_import_progress *out)
+{
+    out->bytes_total = (uint64_t)c->fst.st_size;
+    out->bytes_read = atomic_load_explicit(&c->bytes_read, memory_order_relaxed);
+    out->unpacking = atomic_load(&c->read_through);
+    /* read through: the tar's end was found (what follows it is not read) */
+    if (out->unpacking || out->bytes_read > out->bytes_total)
+        out->bytes_read = out->bytes_total;
 }
 
 void sl_image_import_free(sl_image_import *c)

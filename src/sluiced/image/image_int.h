@@ -40,6 +40,7 @@ typedef struct sl_staged {
 
 typedef struct sl_stage {
     int dirfd;
+    _Atomic uint64_t *bytes_read; /* of the tarball file, or NULL */
     sl_staged *m;
     size_t n, cap;
     uint64_t bytes;
@@ -47,9 +48,12 @@ typedef struct sl_stage {
 
 /* Copies every regular member of the tarball at path into the (empty)
  * directory stage_dirfd, hashing each; records links as aliases. Returns 0
- * or -1 (*e) on a bad member path, a limit, or *cancel turning non-zero. */
+ * or -1 (*e) on a bad member path, a limit, or *cancel turning non-zero.
+ * *bytes_read (when not NULL) follows the bytes of the file read so far
+ * (before decompression), for another thread to read. */
 int sl_stage_archive(const char *path, int stage_dirfd, const sl_image_limits *lim,
-                     const atomic_int *cancel, sl_stage *st, sl_error *e);
+                     const atomic_int *cancel, _Atomic uint64_t *bytes_read, sl_stage *st,
+                     sl_error *e);
 /* The file member at path (following aliases), or NULL. */
 const sl_staged *sl_stage_find(const sl_stage *st, const char *path);
 /* Opens a staged member for reading; -1 (*e) on failure. */

@@ -27,6 +27,7 @@
 #ifndef SL_IMAGE_STORE_H
 #define SL_IMAGE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -169,6 +170,16 @@ int sl_image_import_run(sl_image_import *imp);
 int sl_image_import_commit(sl_image_import *imp, char ***ids, sl_error *e);
 /* Frees the import; layers it placed that no image took are discarded. */
 void sl_image_import_free(sl_image_import *imp);
+
+/* How far a running import is, readable from any thread while run runs:
+ * the bytes of the tarball file read (as stored, before decompression) of
+ * its size at begin; once read through, run goes on checking digests,
+ * unpacking the layers and syncing (unpacking). */
+typedef struct sl_import_progress {
+    uint64_t bytes_read, bytes_total;
+    bool unpacking;
+} sl_import_progress;
+void sl_image_import_progress(const sl_image_import *imp, sl_import_progress *out);
 
 /* The "*.tar" files of dir that sl_image_store_import_dir_for(dir, want)
  * would import now (new, changed, or giving want's missing tag), in name
