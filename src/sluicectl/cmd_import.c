@@ -2,8 +2,11 @@
  * imports the tarballs of its import directory when PullImage asks for a
  * name it lacks. So: read the image names in the tarball, copy it into the
  * import directory (atomically: a temporary name, then rename to *.tar),
- * then PullImage each name (saying on stderr what it does, and every
- * PROGRESS_EVERY_MS how long sluiced has been importing). */
+ * then PullImage each name. Meanwhile it says on stderr how far the copy
+ * is, and how far sluiced's import is: a second connection asks sluiced
+ * (ImageStatus, verbose: the "importProgress" info) every progress
+ * interval; a runtime that gives no such info gets a line saying how long
+ * the import has taken every PROGRESS_EVERY_MS. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <errno.h>
@@ -17,26 +20,44 @@
 #include <uv.h>
 
 #include "cmd_util.h"
+#include "import_line.h"
 
 #define IMPORT_MAX_JSON (4u * 1024 * 1024) /* index.json / manifest.json */
 #define IMPORT_MAX_NAMES 256u
 #define IMPORT_DEFAULT_TIMEOUT_MS (10u * 60 * 1000)
 #define COPY_CHUNK 65536u
+/* How often the copy and the import say how far they are, by default. */
+#define PROGRESS_DEFAULT_MS 1000u
+/* Longest --progress-interval. */
+#define PROGRESS_MAX_MS (3600u * 1000)
+/* How long one progress question (ImageStatus) may take. */
+#define PROGRESS_CALL_MS 5000u
 
 static const char image_help[] =
-    "Usage: sluicectl image import [--import-dir DIR] [--timeout DURATION] FILE.tar\n"
+    "Usage: sluicectl image import [--import-dir DIR] [--timeout DURATION]\n"
+    "                              [--progress-interval DURATION] FILE.tar\n"
     "\n"
     "sluiced only. Imports an OCI image layout or docker-archive tarball (optionally\n"
     "gzip/zstd-compressed): copies it into sluiced's import directory and asks\n"
     "sluiced (PullImage) for every image name the tarball carries\n"
     "(io.containerd.image.name, org.opencontainers.image.ref.name or RepoTags).\n"
     "The copy stays in the import directory (sluiced's record of what it imports).\n"
+    "While it waits it prints on stderr how far the copy and sluiced's import are\n"
+    "(\"importing NAME: 123.4 MiB of 456.7 MiB (27%)\": bytes of the tarball read).\n"
     "\n"
     "      --import-dir DIR     sluiced's import directory (default: the global\n"
     "                           --import-dir, import-dir in the config file, else\n"
     "                           /var/lib/sluice/import)\n"
     "      --timeout DURATION   how long sluiced may take per image (default 10m)\n"
+    "      --progress-interval DURATION\n"
+    "                           how often to say how far it is (default 1s)\n"
     "  -h, --help               this help\n";
+
+typedef struct import_opts {
+    ctl *c;
+    const char *dir;
+    uint64_t timeout_ms, progress_ms;
+} import_opts;
 
 typedef struct names {
     char *v[IMPORT_MAX_NAMES];
@@ -143,7 +164,25 @@ static int tarball_names(ctl *c, const char *path, names *ns)
     return 0;
 }
 
-static int copy_fd(int in, int out)
+/* Says how far the copy is every every_ms. */
+typedef struct copy_meter {
+    const char *name;
+    uint64_t total, done, every_ms, start_ns, last_ns;
+} copy_meter;
+
+static void copy_tick(copy_meter *m, size_t n)
+{
+    m->done += n;
+    uint64_t now = uv_hrtime();
+    if (now - m->last_ns < m->every_ms * 1000000 || m->done >= m->total)
+        return;
+    m->last_ns = now;
+    fprintf(stderr, "sluicectl: copying %s: %.1f MiB of %.1f MiB (%.0f%%)\n", m->name,
+            (double)m->done / (1 << 20), (double)m->total / (1 << 20),
+            (double)m->done * 100 / (double)m->total);
+}
+
+static int copy_fd(int in, int out, copy_meter *m)
 {
     char buf[COPY_CHUNK];
     for (;;) {
@@ -160,12 +199,14 @@ static int copy_fd(int in, int out)
                 return -1;
             off += w;
         }
+        copy_tick(m, (size_t)n);
     }
 }
 
 /* Copies src into dir as NAME.tar (tmp file + fsync + rename). */
-static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t dstlen)
+static int copy_in(ctl *c, const char *src, const import_opts *o, char *dst, size_t dstlen)
 {
+    const char *dir = o->dir;
     struct stat st;
     int serr = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
     if (serr) {
@@ -182,11 +223,14 @@ static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t d
     snprintf(dst, dstlen, "%s/%s%s", dir, base, tar ? "" : ".tar");
     snprintf(tmp, sizeof tmp, "%s/.%s.partial", dir, base);
     int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in >= 0 && fstat(in, &st) == 0)
+    copy_meter m = {base, 0, 0, o->progress_ms, uv_hrtime(), uv_hrtime()};
+    if (in >= 0 && fstat(in, &st) == 0) {
+        m.total = (uint64_t)st.st_size;
         fprintf(stderr, "sluicectl: copying %s (%.1f MiB) into %s\n", base,
                 (double)st.st_size / (1 << 20), dir);
+    }
     int out = in < 0 ? -1 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int rc = in < 0 || out < 0 || copy_fd(in, out) < 0 || fsync(out) < 0 ? -1 : 0;
+    int rc = in < 0 || out < 0 || copy_fd(in, out, &m) < 0 || fsync(out) < 0 ? -1 : 0;
     int saved = errno;
     if (out >= 0 && close(out) < 0)
         rc = -1;
@@ -197,52 +241,96 @@ static int copy_in(ctl *c, const char *src, const char *dir, char *dst, size_t d
     if (rc < 0) {
         unlink(tmp);
         ctl_err(c, "copying %s into %s: %s", src, dir, strerror(saved));
+    } else {
+        fprintf(stderr, "sluicectl: copied %s in %.1f s\n", base,
+                (double)(uv_hrtime() - m.start_ns) / 1e9);
     }
     return rc;
 }
 
-/* While sluiced imports an image, sluicectl says so on stderr this often. */
-#define PROGRESS_EVERY_MS 5000u
-
-/* A thread that prints how long the import has taken so far while the
- * (blocking) PullImage waits for sluiced. */
+/* A thread that asks sluiced how far the import is, on a connection of
+ * its own, while the (blocking) PullImage waits for sluiced. */
 typedef struct progress {
     uv_thread_t thread;
     uv_mutex_t mu;
     uv_cond_t cond;
     bool done, started;
-    const char *name;
-    uint64_t t0;
+    const char *name, *endpoint;
+    uint64_t t0, every_ms;
+    sl_cri_client *cl;
+    ctl_import_seen seen;
 } progress;
+
+/* The "importProgress" info of a verbose ImageStatus (malloc'd), or NULL. */
+static char *ask_progress(progress *p)
+{
+    sl_cri_err e;
+    if (!p->cl &&
+        (!p->endpoint || sl_cri_client_connect(p->endpoint, PROGRESS_CALL_MS, &p->cl, &e) < 0))
+        return NULL; /* the time lines say it is still going */
+    Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+    Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+    spec.image = (char *)p->name;
+    req.image = &spec;
+    req.verbose = true;
+    ProtobufCMessage *r;
+    if (sl_cri_client_call(p->cl, "/runtime.v1.ImageService/ImageStatus", &req.base,
+                           &runtime__v1__image_status_response__descriptor, &r, PROGRESS_CALL_MS,
+                           &e) != SL_CRI_OK)
+        return NULL;
+    const Runtime__V1__ImageStatusResponse *st = (const void *)r;
+    char *info = NULL;
+    for (size_t i = 0; i < st->n_info && !info; i++)
+        if (!strcmp(st->info[i]->key, "importProgress") && st->info[i]->value)
+            info = strdup(st->info[i]->value);
+    protobuf_c_message_free_unpacked(r, NULL);
+    return info;
+}
+
+static void progress_say(progress *p)
+{
+    char *info = ask_progress(p);
+    char line[512];
+    uint64_t ms = (uv_hrtime() - p->t0) / 1000000;
+    if (ctl_import_line(p->name, info, ms, &p->seen, line, sizeof line))
+        fprintf(stderr, "%s\n", line);
+    free(info);
+}
 
 static void progress_run(void *arg)
 {
     progress *p = arg;
     uv_mutex_lock(&p->mu);
-    while (!p->done)
-        if (uv_cond_timedwait(&p->cond, &p->mu, (uint64_t)PROGRESS_EVERY_MS * 1000000) ==
-                UV_ETIMEDOUT &&
-            !p->done)
-            fprintf(stderr, "sluicectl: %s: sluiced is importing it (%.0f s so far)\n", p->name,
-                    (double)(uv_hrtime() - p->t0) / 1e9);
+    while (!p->done) {
+        if (uv_cond_timedwait(&p->cond, &p->mu, p->every_ms * 1000000) != UV_ETIMEDOUT || p->done)
+            continue;
+        uv_mutex_unlock(&p->mu); /* a question may take a while: stop must not wait */
+        progress_say(p);
+        uv_mutex_lock(&p->mu);
+    }
     uv_mutex_unlock(&p->mu);
+    sl_cri_client_free(p->cl);
 }
 
-static void progress_start(progress *p, const char *name)
+/* Returns -1 when sluiced is not reachable (printed). */
+static int progress_start(progress *p, ctl *c, const char *name, uint64_t every_ms)
 {
-    *p = (progress){.name = name, .t0 = uv_hrtime()};
+    *p = (progress){.name = name, .t0 = uv_hrtime(), .every_ms = every_ms};
+    if (!(p->endpoint = ctl_image_endpoint(c)))
+        return -1;
     fprintf(stderr, "sluicectl: %s: asking sluiced to import it\n", name);
     if (uv_mutex_init(&p->mu) < 0)
-        return;
+        return 0; /* no progress lines, the import goes on */
     if (uv_cond_init(&p->cond) < 0) {
         uv_mutex_destroy(&p->mu);
-        return;
+        return 0;
     }
     p->started = uv_thread_create(&p->thread, progress_run, p) == 0;
-    if (!p->started) { /* no progress lines, the import goes on */
+    if (!p->started) {
         uv_cond_destroy(&p->cond);
         uv_mutex_destroy(&p->mu);
     }
+    return 0;
 }
 
 static void progress_stop(progress *p)
@@ -258,7 +346,7 @@ static void progress_stop(progress *p)
     uv_mutex_destroy(&p->mu);
 }
 
-static int pull(ctl *c, const char *name, uint32_t timeout_ms)
+static int pull(ctl *c, const import_opts *o, const char *name)
 {
     Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
@@ -267,9 +355,11 @@ static int pull(ctl *c, const char *name, uint32_t timeout_ms)
     ProtobufCMessage *r;
     sl_cri_err e;
     progress p;
-    progress_start(&p, name);
-    int st = ctl_call_raw(c, true, "PullImage", &req.base,
-                          &runtime__v1__pull_image_response__descriptor, &r, timeout_ms, &e);
+    if (progress_start(&p, c, name, o->progress_ms) < 0)
+        return -1;
+    int st =
+        ctl_call_raw(c, true, "PullImage", &req.base, &runtime__v1__pull_image_response__descriptor,
+                     &r, (uint32_t)o->timeout_ms, &e);
     progress_stop(&p);
     if (st == -2)
         return -1;
@@ -282,17 +372,18 @@ static int pull(ctl *c, const char *name, uint32_t timeout_ms)
     return 0;
 }
 
-typedef struct import_opts {
-    ctl *c;
-    const char *dir;
-    uint64_t timeout_ms;
-} import_opts;
-
 static int import_opt(void *arg, int id, const char *val)
 {
     import_opts *o = arg;
     if (id == 'd') {
         o->dir = val;
+        return 0;
+    }
+    if (id == 'p') {
+        if (ctl_parse_duration_ms(val, &o->progress_ms) < 0 || !o->progress_ms ||
+            o->progress_ms > PROGRESS_MAX_MS)
+            return ctl_usage(o->c, "--progress-interval: \"%s\" is not a duration from 1ms to 1h",
+                             val);
         return 0;
     }
     if (ctl_parse_duration_ms(val, &o->timeout_ms) < 0 || !o->timeout_ms ||
@@ -315,12 +406,12 @@ static int do_import(ctl *c, const import_opts *o, const char *file)
                 file);
         goto out;
     }
-    if (copy_in(c, file, o->dir, dst, sizeof dst) < 0)
+    if (copy_in(c, file, o, dst, sizeof dst) < 0)
         goto out;
     ctl_debug(c, "copied %s to %s", file, dst);
     rc = 0;
     for (size_t i = 0; i < ns.n; i++)
-        if (pull(c, ns.v[i], (uint32_t)o->timeout_ms) < 0)
+        if (pull(c, o, ns.v[i]) < 0)
             rc = CTL_EXIT_FAIL;
 out:
     for (size_t i = 0; i < ns.n; i++)
@@ -332,9 +423,10 @@ int cmd_image(ctl *c, int argc, char **argv)
 {
     static const struct option lo[] = {{"import-dir", required_argument, NULL, 'd'},
                                        {"timeout", required_argument, NULL, 't'},
+                                       {"progress-interval", required_argument, NULL, 'p'},
                                        CTL_OPT_HELP,
                                        CTL_OPT_END};
-    import_opts o = {c, c->import_dir, IMPORT_DEFAULT_TIMEOUT_MS};
+    import_opts o = {c, c->import_dir, IMPORT_DEFAULT_TIMEOUT_MS, PROGRESS_DEFAULT_MS};
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fputs(image_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? CTL_EXIT_USAGE : 0;

@@ -151,6 +151,9 @@ void ctl_free_msg(void *m);
 char *ctl_resolve_ctr(ctl *c, const char *ref);
 char *ctl_resolve_pod(ctl *c, const char *ref);
 void ctl_disconnect(ctl *c);
+/* Connects the image service (printing why not) and returns its endpoint,
+ * for a second connection of another thread; NULL when unreachable. */
+const char *ctl_image_endpoint(ctl *c);
 
 /* ---- output (output.c) ---- */
 typedef struct ctl_table ctl_table;

@@ -76,6 +76,13 @@ static sl_cri_client *image_client(ctl *c)
     return c->img;
 }
 
+const char *ctl_image_endpoint(ctl *c)
+{
+    if (!image_client(c))
+        return NULL;
+    return c->img ? c->image_endpoint : c->rt_endpoint_used;
+}
+
 void ctl_disconnect(ctl *c)
 {
     sl_cri_client_free(c->rt);
