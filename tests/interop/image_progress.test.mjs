@@ -133,4 +133,13 @@ describe('image import progress in bytes', { skip: skipReason() }, () => {
         assert.match(logLines[0], new RegExp(`file=\\S*progress\\.tar read_mib=[\\d.]+ total_mib=${escape(totalMiB)} phase=(reading|unpacking) seconds=\\d+`));
       }
     });
+
+  test('--progress-interval: a bad value is a usage error naming the flag', async () => {
+    for (const v of ['0', 'soon', '2h']) {
+      const r = await ctl(['-r', sd.endpoint, '--import-dir', sd.importDir, 'image', 'import',
+        '--progress-interval', v, path.join(tmp, 'progress.tar')]);
+      assert.equal(r.code, 2, `${v}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`--progress-interval: "${v}" is not a duration from 1ms to 1h`));
+    }
+  });
 });
