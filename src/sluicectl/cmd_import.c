@@ -168,6 +168,7 @@ static int tarball_names(ctl *c, const char *path, names *ns)
 typedef struct copy_meter {
     const char *name;
     uint64_t total, done, every_ms, start_ns, last_ns;
+    uint64_t end_ns; /* the data copied (the fsync follows) */
 } copy_meter;
 
 static void copy_tick(copy_meter *m, size_t n)
@@ -189,8 +190,10 @@ static int copy_fd(int in, int out, copy_meter *m)
         ssize_t n = read(in, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0) {
+            m->end_ns = uv_hrtime();
             return n < 0 ? -1 : 0;
+        }
         for (ssize_t off = 0; off < n;) {
             ssize_t w = write(out, buf + off, (size_t)(n - off));
             if (w < 0 && errno == EINTR)
@@ -223,7 +226,7 @@ static int copy_in(ctl *c, const char *src, const import_opts *o, char *dst, siz
     snprintf(dst, dstlen, "%s/%s%s", dir, base, tar ? "" : ".tar");
     snprintf(tmp, sizeof tmp, "%s/.%s.partial", dir, base);
     int in = open(src, O_RDONLY | O_CLOEXEC);
-    copy_meter m = {base, 0, 0, o->progress_ms, uv_hrtime(), uv_hrtime()};
+    copy_meter m = {base, 0, 0, o->progress_ms, uv_hrtime(), uv_hrtime(), 0};
     if (in >= 0 && fstat(in, &st) == 0) {
         m.total = (uint64_t)st.st_size;
         fprintf(stderr, "sluicectl: copying %s (%.1f MiB) into %s\n", base,
@@ -242,8 +245,8 @@ static int copy_in(ctl *c, const char *src, const import_opts *o, char *dst, siz
         unlink(tmp);
         ctl_err(c, "copying %s into %s: %s", src, dir, strerror(saved));
     } else {
-        fprintf(stderr, "sluicectl: copied %s in %.1f s\n", base,
-                (double)(uv_hrtime() - m.start_ns) / 1e9);
+        fprintf(stderr, "sluicectl: copied %s in %.2f s\n", base,
+                (double)(m.end_ns - m.start_ns) / 1e9);
     }
     return rc;
 }
