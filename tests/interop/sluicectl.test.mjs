@@ -29,6 +29,7 @@ const CGROUP_READ = 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgr
 const UPDATE_FLAGS = ['--memory', '134217728', '--cpu-quota', '20000', '--cpu-period', '100000',
   '--cpu-share', '256', '--cpuset-cpus', '0', '--cpuset-mems', '0'];
 const BIG = 64 * MiB;
+const ECHO_CONNS = 8; // concurrent port-forward connections on one session
 const noBinary = fs.existsSync(SLUICECTL) ? false : `no sluicectl at ${SLUICECTL} (build it)`;
 const COMMANDS = ['version', 'info', 'runp', 'stopp', 'rmp', 'pods', 'inspectp', 'create', 'run',
   'start', 'stop', 'rm', 'ps', 'inspect', 'update', 'events', 'stats', 'statsp', 'logs', 'images',
@@ -255,7 +256,7 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
   let podFile;
   let pod;
   let sleeper; // running sleep, host pod
-  let echoPort;
+  let echoPorts; // ECHO_CONNS nc's, each echoing what one connection sends
   let sinkPort; // each connection: sha256sum of what it receives
   let srcPort; // each connection: 64 MiB of random bytes (their hash in /tmp/big.sha)
   let src;
@@ -292,8 +293,13 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     pod = r.stdout.trim();
     sd.podIds.add(pod);
     sleeper = await mk('sleeper', { command: ['sleep', '3600'] });
-    echoPort = await freePort();
-    await mk('echo', { command: ['nc', '-ll', '-p', String(echoPort), '-e', 'cat'] });
+    // One busybox nc per concurrent connection: nc listens with a backlog of 1, so a burst of 8
+    // connects to one nc under load has the kernel reset some (seen with node connecting
+    // straight to nc on the host, no runtime in between).
+    echoPorts = [];
+    for (let i = 0; i < ECHO_CONNS; i++) echoPorts.push(await freePort());
+    await mk('echo', { command: ['sh', '-c',
+      `${echoPorts.map((p) => `nc -ll -p ${p} -e cat &`).join(' ')} wait`] });
     sinkPort = await freePort();
     await mk('sink', { command: ['nc', '-ll', '-p', String(sinkPort), '-e', 'sha256sum'] });
     srcPort = await freePort();
@@ -490,16 +496,19 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
     }
     assert.match(want, /^[0-9a-f]{64}$/);
     for (const t of ['spdy', 'websocket', 'legacy']) {
-      const [l1, l2, l3] = [await freePort(), await freePort(), await freePort()];
+      const ls = [];
+      for (let i = 0; i < ECHO_CONNS; i++) ls.push(await freePort());
+      const [l2, l3] = [await freePort(), await freePort()];
       const pf = await ctlBackground(['-r', sd.endpoint, 'port-forward', '-r', t, '--address', '127.0.0.1',
-        pod, `${l1}:${echoPort}`, `${l2}:1`, `${l3}:${t === 'legacy' ? srcPort : sinkPort}`],
+        pod, ...ls.map((l, i) => `${l}:${echoPorts[i]}`), `${l2}:1`,
+        `${l3}:${t === 'legacy' ? srcPort : sinkPort}`],
       { ready: new RegExp(`-> ${t === 'legacy' ? srcPort : sinkPort}\\n`) });
       try {
-        assert.match(pf.out(), new RegExp(`Forwarding from 127\\.0\\.0\\.1:${l1} -> ${echoPort}\\n`));
+        assert.match(pf.out(), new RegExp(`Forwarding from 127\\.0\\.0\\.1:${ls[0]} -> ${echoPorts[0]}\\n`));
         const bad = await tcpRoundTrip(l2, Buffer.from('x'), { timeoutMs: 10000 });
         assert.equal(bad.data.length, 0, `${t}: nothing comes back from a closed port`);
-        const many = await Promise.all(Array.from({ length: 8 }, (_, i) =>
-          tcpRoundTrip(l1, Buffer.from(`hello ${t} ${i}\n`))));
+        // ECHO_CONNS connections at once, each a stream of the same session
+        const many = await Promise.all(ls.map((l, i) => tcpRoundTrip(l, Buffer.from(`hello ${t} ${i}\n`))));
         many.forEach((m, i) => assert.equal(m.data.toString(), `hello ${t} ${i}\n`, `${t} conn ${i}`));
         if (t === 'legacy') { // no half-close on this protocol: a download
           const r = await tcpRoundTrip(l3, Buffer.alloc(0), { expect: BIG, timeoutMs: 120000 });
