@@ -45,19 +45,6 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
     return n;
 }
 
-/* The 22nd field of /proc/PID/stat (start time in clock ticks), 0 if gone. */
-static unsigned long long start_ticks(pid_t pid)
-{
-    char path[64], text[PROC_TEXT_MAX];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if (read_small(path, text, sizeof(text)) <= 0)
-        return 0;
-    const char *p = strrchr(text, ')');
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    return p ? strtoull(p + 1, NULL, 10) : 0;
-}
-
 static bool is_holder(pid_t pid)
 {
     char path[64], comm[64];
@@ -89,7 +76,8 @@ static void reap(keeper *k)
         if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
             return;
         pid_t pid = si.si_pid;
-        unsigned long long start = start_ticks(pid); /* a zombie keeps its stat */
+        unsigned long long start = 0; /* 0 if gone; a zombie keeps its stat */
+        mon_proc_starttime(pid, &start);
         int status;
         if (waitpid(pid, &status, 0) < 0)
             return;
