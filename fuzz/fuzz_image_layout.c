@@ -112,7 +112,7 @@ static void parse(const char *path)
     sl_pending *p = NULL;
     size_t np = 0;
     sl_error e = {0};
-    if (sl_stage_archive(path, dirfd, &lim, NULL, &st, &e) == 0 &&
+    if (sl_stage_archive(path, dirfd, &lim, NULL, NULL, &st, &e) == 0 &&
         sl_pending_parse(&st, &lim, &p, &np, &e) == 0)
         sl_pending_free(p, np);
     sl_stage_fini(&st);
