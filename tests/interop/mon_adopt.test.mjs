@@ -1,0 +1,160 @@
+// A pod monitor killed with SIGKILL while its containers write: sluiced
+// notices (a pidfd), starts a new monitor (sluice-mon --adopt) and hands it
+// each running container with the duplicates of its output fds that
+// sluiced kept since the container was created. Looked at as a user would:
+// the container's pid (ContainerStatus) is the same before and after, it is
+// RUNNING at every poll, the pod is READY again once adopted, the CRI log
+// holds every number the container wrote (0..N, no gap, no repeat) across
+// the kill, a tty container's log goes on too, exec works in the new
+// monitor, StopContainer gives the container's own exit code (trap on
+// TERM → exit 7), and RemovePodSandbox leaves no process and no directory.
+// The pod's PID namespace is POD (the CRI default): its holder, started by
+// the dead monitor, must outlive it (the reaper and then the new monitor
+// hold its lifeline).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import {
+  SluicedInstance, criLogLines, destroyAll, monitorsUnder, parseCriLog, pidAlive, skipReason, sleep,
+  waitLog,
+} from './lib/sluiced.mjs';
+
+const skip = skipReason();
+const WAIT_MS = 10000;
+
+// Numbers, 20 lines per 2 ms at most: fast, without a core spinning.
+const COUNTER = "trap 'exit 7' TERM; i=0; while :; do echo $i; i=$((i+1)); " +
+  '[ $((i % 20)) = 0 ] && sleep 0.002; done';
+const TTY_COUNTER = 'i=0; while :; do echo t$i; i=$((i+1)); sleep 0.01; done';
+
+async function pidOf(sd, ctr) {
+  const { info } = await sd.rt.ContainerStatus({ container_id: ctr, verbose: true });
+  return JSON.parse(info.info).pid;
+}
+
+async function waitFor(pred, what, t0 = performance.now(), ms = WAIT_MS) {
+  for (;;) {
+    const v = await pred();
+    if (v) return performance.now() - t0;
+    if (performance.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
+    await sleep(20);
+  }
+}
+
+function reapersOf(dir) {
+  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).filter((e) => {
+    try {
+      const argv = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
+      return argv[0] === 'sluice-reaper' && argv[1] === dir;
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+async function podState(sd, id) {
+  return (await sd.rt.PodSandboxStatus({ pod_sandbox_id: id })).status.state;
+}
+
+// The numbers the log holds, in order, and whether they run 0..N.
+function numbers(file, prefix = '') {
+  const lines = criLogLines(parseCriLog(fs.readFileSync(file, 'utf8')))
+    .map((l) => l.replace(/\r$/, ''));
+  const nums = lines.map((l) => Number(l.slice(prefix.length)));
+  const bad = nums.findIndex((n, i) => n !== i);
+  return { nums, bad };
+}
+
+describe('a pod monitor killed mid-stream is replaced and adopts its containers', { skip }, () => {
+  let sd;
+  let pod;
+  let runDir;
+  let monPid;
+  let newMon;
+  const c = {};
+  const pids = {};
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'madopt' });
+    const config = sd.podConfig('madopt', { hostNetwork: true });
+    config.linux.security_context.namespace_options.pid = 'POD';
+    const r = await sd.rt.RunPodSandbox({ config, runtime_handler: '' });
+    sd.podIds.add(r.pod_sandbox_id);
+    pod = { id: r.pod_sandbox_id, config };
+    runDir = path.join(sd.runDir, 'pods', pod.id);
+    c.counter = await sd.runContainer(pod, 'counter', { command: ['sh', '-c', COUNTER] });
+    c.tty = await sd.runContainer(pod, 'tty', { command: ['sh', '-c', TTY_COUNTER], tty: true });
+    for (const [k, id] of Object.entries(c)) pids[k] = await pidOf(sd, id);
+  });
+  after(() => destroyAll(sd));
+
+  test('kill -9 of the monitor mid-stream: same pids, RUNNING throughout, READY again', async () => {
+    await waitLog(sd.logPath(pod, 'counter'), (r) => r.length >= 3000, 'counter wrote 3000 lines');
+    monPid = Number(fs.readFileSync(path.join(runDir, 'mon.pid'), 'utf8'));
+    const before = numbers(sd.logPath(pod, 'counter')).nums.length;
+    const t0 = performance.now();
+    process.kill(monPid, 'SIGKILL');
+    let sawNotReady = false;
+    let polls = 0;
+    const ready = await waitFor(async () => {
+      polls++;
+      for (const k of Object.keys(c))
+        assert.equal((await sd.status(c[k])).state, 'CONTAINER_RUNNING', `${k} at poll ${polls}`);
+      const st = await podState(sd, pod.id);
+      if (st === 'SANDBOX_NOTREADY') sawNotReady = true;
+      return sawNotReady && st === 'SANDBOX_READY';
+    }, 'pod READY again', t0);
+    console.log(`pod READY again ${ready.toFixed(0)} ms after the kill (${polls} polls, every ` +
+      `container RUNNING at each; ${before} counter lines logged before the kill)`);
+    assert.ok(sawNotReady, 'NOTREADY while no monitor ran');
+    for (const k of Object.keys(c)) {
+      assert.equal(await pidOf(sd, c[k]), pids[k], `${k}: the same process`);
+      assert.ok(pidAlive(pids[k]), `${k} runs`);
+    }
+    newMon = Number(fs.readFileSync(path.join(runDir, 'mon.pid'), 'utf8'));
+    assert.notEqual(newMon, monPid);
+    assert.deepEqual(monitorsUnder(sd.root), [newMon], 'one monitor: the new one');
+    assert.match(sd.proc.stderr, new RegExp(`msg="pod monitor replaced" pod=${pod.id} adopted=2`));
+  });
+
+  test('the CRI logs hold every line written across the kill', async () => {
+    const file = sd.logPath(pod, 'counter');
+    const at = numbers(file).nums.length;
+    await waitLog(file, (r) => r.length >= at + 2000, 'the new monitor logs on');
+    const { nums, bad } = numbers(file);
+    assert.equal(bad, -1, `line ${bad} is ${nums[bad]}, around: ${nums.slice(bad - 3, bad + 3)}`);
+    console.log(`counter log: 0..${nums.length - 1}, no gap`);
+    const t = numbers(sd.logPath(pod, 'tty'), 't');
+    assert.equal(t.bad, -1, `tty line ${t.bad} is ${t.nums[t.bad]}`);
+    const tAt = t.nums.length;
+    await waitLog(sd.logPath(pod, 'tty'), (r) => r.length >= tAt + 20, 'tty log goes on');
+    console.log(`tty log: t0..t${tAt - 1} at that point, going on`);
+  });
+
+  test('exec works in the new monitor', async () => {
+    const r = await sd.execSync(c.counter, ['sh', '-c', 'echo $$ in; cat /proc/1/comm']);
+    assert.equal(r.exit_code, 0);
+    assert.match(r.stdout.toString(), /^\d+ in\nsluice-pause\n$/, 'pid 1 is the pod\'s holder');
+  });
+
+  test('StopContainer gives the container\'s own exit code; the log is complete', async () => {
+    await sd.rt.StopContainer({ container_id: c.counter, timeout: 10 });
+    const s = await sd.status(c.counter);
+    assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 7]);
+    assert.ok(!pidAlive(pids.counter));
+    const { nums, bad } = numbers(sd.logPath(pod, 'counter'));
+    assert.equal(bad, -1, `line ${bad} is ${nums[bad]}`);
+    console.log(`stopped: exit 7, log 0..${nums.length - 1}`);
+  });
+
+  test('RemovePodSandbox leaves nothing', async () => {
+    await sd.rt.StopPodSandbox({ pod_sandbox_id: pod.id });
+    assert.ok(!pidAlive(pids.tty));
+    await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
+    assert.ok(!fs.existsSync(runDir));
+    await waitFor(() => reapersOf(runDir).length === 0 && monitorsUnder(sd.root).length === 0,
+      'reapers and monitors gone');
+    assert.ok(!pidAlive(newMon));
+    await sd.stop();
+  });
+});
