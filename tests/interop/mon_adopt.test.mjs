@@ -158,3 +158,45 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     await sd.stop();
   });
 });
+
+// monitor-restart-max 1: the first death is adopted, the second within the
+// minute is not; sluiced then lets go of the output fds it kept, so the
+// pod is NOTREADY and a writer meets a pipe without reader (busybox's echo
+// fails, its loop ends, exit 0), as without adoption (mon_death.test.mjs).
+describe('a pod monitor that keeps dying is not replaced beyond monitor-restart-max', { skip }, () => {
+  let sd;
+  let pod;
+  let talker;
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'mrlim', args: ['--monitor-restart-max', '1'] });
+    pod = await sd.runPod('mrlim', { hostNetwork: true });
+    talker = await sd.runContainer(pod, 'talker',
+      { command: ['sh', '-c', 'while echo tick; do sleep 0.05; done'] });
+  });
+  after(() => destroyAll(sd));
+
+  const monPid = () =>
+    Number(fs.readFileSync(path.join(sd.runDir, 'pods', pod.id, 'mon.pid'), 'utf8'));
+
+  test('the first death is adopted, the second is not', async () => {
+    const first = monPid();
+    process.kill(first, 'SIGKILL');
+    await waitFor(async () => monPid() !== first && (await podState(sd, pod.id)) === 'SANDBOX_READY',
+      'adopted after the first death');
+    assert.equal((await sd.status(talker)).state, 'CONTAINER_RUNNING');
+    const second = monPid();
+    const t0 = performance.now();
+    process.kill(second, 'SIGKILL');
+    const ms = await waitFor(async () => (await sd.status(talker)).state === 'CONTAINER_EXITED',
+      'the talker EXITED after the second death', t0);
+    console.log(`second death: the talker EXITED ${ms.toFixed(0)} ms after it`);
+    assert.equal(await podState(sd, pod.id), 'SANDBOX_NOTREADY');
+    const t = await sd.status(talker);
+    assert.deepEqual([t.exit_code, t.reason], [0, 'Completed']);
+    assert.match(sd.proc.stderr, new RegExp(
+      `msg="pod monitor not replaced: restart limit reached" pod=${pod.id} monitor-restart-max=1`));
+    assert.deepEqual(monitorsUnder(sd.root), [], 'no third monitor');
+    await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
+    await sd.stop();
+  });
+});
