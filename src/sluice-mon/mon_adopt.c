@@ -168,11 +168,16 @@ static const char *adopt_parse(const json_t *msg, adopt_req *a)
     return NULL;
 }
 
-/* The fds named stdout and stderr (pipes) or tty (the master). */
+/* The fds named stdout and stderr (pipes) or tty (the master); none at
+ * all when sluiced held none (it restarted while no monitor ran: the
+ * output is lost, the container is still ours to watch and stop). */
 static const char *adopt_fds(const json_t *msg, const adopt_req *a, int *fds, size_t nfds,
                              int out[2])
 {
     const char *names[2] = {a->tty ? "tty" : "stdout", a->tty ? NULL : "stderr"};
+    out[0] = out[1] = -1;
+    if (nfds == 0)
+        return NULL;
     for (int s = 0; s < 2; s++) {
         int i = names[s] ? sl_mon_fd_index(msg, names[s]) : -1;
         out[s] = i >= 0 && (size_t)i < nfds ? fds[i] : -1;
@@ -268,8 +273,9 @@ void mon_ctr_adopt(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nfds)
         return;
     }
     mon_status_write(c);
-    mon_log(MON_INFO, "container %s adopted, pid %d%s", c->id, (int)c->pid,
-            c->pidfd < 0 ? " (already ended)" : "");
+    mon_log(MON_INFO, "container %s adopted, pid %d%s%s", c->id, (int)c->pid,
+            c->pidfd < 0 ? " (already ended)" : "",
+            c->io.out_fd[0] < 0 ? " (without its output: lost)" : "");
     mon_reply(m, r, NULL, NULL, NULL, 0);
     if (c->pidfd < 0)
         look_for_record(c);

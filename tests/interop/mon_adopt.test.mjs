@@ -200,3 +200,68 @@ describe('a pod monitor that keeps dying is not replaced beyond monitor-restart-
     await sd.stop();
   });
 });
+
+// sluiced's duplicates are per sluiced: a restarted one asks the monitor
+// for them again (`stdio` after it connects), so a later death is adopted
+// with the output too. A monitor that dies while sluiced is down leaves
+// pipes nobody holds: the next sluiced still adopts the container (same
+// process, stoppable with its own code) but its output meanwhile is lost.
+// A pod without a pod-wide PID namespace (CONTAINER mode).
+describe('adoption across restarts of sluiced', { skip }, () => {
+  let sd;
+  let pod;
+  let counter;
+  let pid;
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'mrest' });
+    pod = await sd.runPod('mrest', { hostNetwork: true });
+    counter = await sd.runContainer(pod, 'counter', { command: ['sh', '-c', COUNTER] });
+    pid = await pidOf(sd, counter);
+  });
+  after(() => destroyAll(sd));
+
+  const monPid = () =>
+    Number(fs.readFileSync(path.join(sd.runDir, 'pods', pod.id, 'mon.pid'), 'utf8'));
+
+  test('a death after a restart of sluiced is adopted with the output', async () => {
+    const file = sd.logPath(pod, 'counter');
+    await waitLog(file, (r) => r.length >= 500, 'counter wrote 500 lines');
+    await sd.restart();
+    const at = numbers(file).nums.length; // the new sluiced asks for the fds once connected
+    await waitLog(file, (r) => r.length >= at + 500, 'logging on');
+    const first = monPid();
+    process.kill(first, 'SIGKILL');
+    await waitFor(async () => monPid() !== first && (await podState(sd, pod.id)) === 'SANDBOX_READY',
+      'adopted');
+    assert.equal(await pidOf(sd, counter), pid);
+    const at2 = numbers(file).nums.length;
+    await waitLog(file, (r) => r.length >= at2 + 1000, 'logging on after');
+    const { nums, bad } = numbers(file);
+    assert.equal(bad, -1, `line ${bad} is ${nums[bad]}`);
+    console.log(`after a restart of sluiced and a monitor death: log 0..${nums.length - 1}, no gap`);
+  });
+
+  test('a death while sluiced is down: adopted at its start, without the output meanwhile', async () => {
+    const file = sd.logPath(pod, 'counter');
+    await sd.kill();
+    const mon = monPid();
+    process.kill(mon, 'SIGKILL');
+    await waitFor(() => !pidAlive(mon), 'the monitor gone');
+    const logged = numbers(file);
+    await sd.launch();
+    await waitFor(async () => monPid() !== mon && (await podState(sd, pod.id)) === 'SANDBOX_READY',
+      'adopted by the restarted sluiced');
+    assert.equal((await sd.status(counter)).state, 'CONTAINER_RUNNING');
+    assert.equal(await pidOf(sd, counter), pid);
+    assert.equal(logged.bad, -1, 'what was logged before has no gap');
+    assert.match(sd.proc.stderr, /msg="container adopted without its output: sluiced held no fds/);
+    const r = await sd.execSync(counter, ['echo', 'here']);
+    assert.equal(r.stdout.toString(), 'here\n');
+    await sd.rt.StopContainer({ container_id: counter, timeout: 10 });
+    const s = await sd.status(counter);
+    assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 7]);
+    await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
+    await waitFor(() => monitorsUnder(sd.root).length === 0, 'no monitor left');
+    await sd.stop();
+  });
+});

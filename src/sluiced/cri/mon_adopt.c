@@ -91,11 +91,15 @@ void sl_mon_stdio_release(sl_ctr *c)
     }
 }
 
-void sl_mon_stdio_release_pod(sl_rt *rt, sl_pod *p)
+void sl_mon_adopt_give_up(sl_rt *rt, sl_pod *p)
 {
     for (sl_ctr *c = rt->model.ctrs; c; c = c->next)
         if (!strcmp(c->pod_id, p->id))
             sl_mon_stdio_release(c);
+    p->ready = false;
+    sl_error e;
+    if (sl_model_save_pod(&rt->model, p, &e) < 0)
+        sl_log(SL_LOG_ERROR, "pod state not saved", "pod", p->id, "error", e.msg, NULL);
 }
 
 /* ---- a new monitor ---- */
@@ -186,8 +190,8 @@ static json_t *adopt_req(const sl_rt *rt, const sl_ctr *c, pid_t pid, unsigned l
                      (json_int_t)st.started_at);
 }
 
-/* Hands c to the new monitor when its init lives and sluiced holds its
- * output; true when a request went out. */
+/* Hands c to the new monitor when its init lives, with its output when
+ * sluiced holds it; true when a request went out. */
 static bool adopt_ctr(adopt_op *op, sl_monc *m, sl_ctr *c)
 {
     sl_ctr_status st;
@@ -200,11 +204,14 @@ static bool adopt_ctr(adopt_op *op, sl_monc *m, sl_ctr *c)
         !sl_mon_ctr_init(op->rt, c, &pid, &start))
         return false;
     int n = dup_fds(c, fds, names);
-    adopt_one *one = n > 0 ? calloc(1, sizeof(*one)) : NULL;
+    if (n < 0) { /* this sluiced started after the monitor died: the output is lost */
+        sl_log(SL_LOG_WARN, "container adopted without its output: sluiced held no fds of it",
+               "container", c->id, NULL);
+        n = 0;
+    }
+    adopt_one *one = calloc(1, sizeof(*one));
     json_t *req = one ? adopt_req(op->rt, c, pid, start) : NULL;
     if (!req) {
-        sl_log(SL_LOG_WARN, "container not adopted: sluiced holds no output fds of it", "container",
-               c->id, NULL);
         for (int i = 0; i < n; i++)
             close(fds[i]);
         free(one);
@@ -214,7 +221,10 @@ static bool adopt_ctr(adopt_op *op, sl_monc *m, sl_ctr *c)
     json_t *names_j = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(names_j, json_string(names[i]));
-    json_object_set_new(req, "fds", names_j);
+    if (n > 0)
+        json_object_set_new(req, "fds", names_j);
+    else
+        json_decref(names_j);
     one->op = op;
     snprintf(one->ctr_id, sizeof(one->ctr_id), "%s", c->id);
     sl_mon_unwatch_ctr(op->rt, c); /* the monitor reports its end from now on */
@@ -245,15 +255,19 @@ static void spawned(void *arg, pid_t pid, const sl_error *e)
     sl_pod *p = sl_model_pod(&rt->model, op->pod_id);
     if (p)
         p->adopting = false;
-    if (pid > 0 && (!p || rt->detached)) { /* removed meanwhile: the new one goes too */
-        kill(pid, SIGTERM);
-        pid = 0;
+    /* Removed meanwhile: the new one shuts down (and takes the pod's pid
+     * namespace with it). sluiced stopping: the new one goes without
+     * touching anything (SIGKILL), the pod is still recorded ready, so the
+     * next sluiced adopts it again. */
+    if (pid > 0 && (!p || rt->detached)) {
+        kill(pid, p ? SIGKILL : SIGTERM);
+        free(op);
+        return;
     }
-    if (pid <= 0 || !p) {
-        if (p && e)
-            sl_log(SL_LOG_ERROR, "pod monitor not replaced", "pod", p->id, "error", e->msg, NULL);
-        if (p)
-            sl_mon_stdio_release_pod(rt, p);
+    if (pid <= 0) {
+        sl_log(SL_LOG_ERROR, "pod monitor not replaced", "pod", p->id, "error",
+               e ? e->msg : "no pid", NULL);
+        sl_mon_adopt_give_up(rt, p);
         free(op);
         return;
     }
@@ -266,38 +280,35 @@ static void spawned(void *arg, pid_t pid, const sl_error *e)
     sl_monc *m = sl_rt_pod_mon(rt, p, &se); /* connects, watches the new one */
     if (!m || p->mon_dead) {                /* gone already: nobody adopts the containers */
         sl_log(SL_LOG_ERROR, "pod monitor not replaced", "pod", p->id, "error", se.msg, NULL);
-        sl_mon_stdio_release_pod(rt, p);
+        sl_mon_adopt_give_up(rt, p);
         free(op);
         return;
     }
     adopt_all(op, p, m);
 }
 
-/* monitor-restart-max per pod and minute. */
-static bool restart_allowed(const sl_rt *rt, sl_pod *p)
+bool sl_mon_adopt_allowed(sl_rt *rt, sl_pod *p)
 {
     uint64_t now = uv_now(rt->loop);
     if (!p->restart_window_ms || now - p->restart_window_ms >= SL_MON_RESTART_WINDOW_MS) {
         p->restart_window_ms = now ? now : 1;
         p->restarts = 0;
     }
-    if (p->restarts >= rt->cfg->monitor_restart_max)
-        return false;
-    p->restarts++;
-    return true;
+    if (p->restarts < rt->cfg->monitor_restart_max) {
+        p->restarts++;
+        return true;
+    }
+    char max[24];
+    snprintf(max, sizeof(max), "%u", rt->cfg->monitor_restart_max);
+    sl_log(SL_LOG_ERROR, "pod monitor not replaced: restart limit reached", "pod", p->id,
+           SL_MON_RESTART_MAX_KEY, max, NULL);
+    return false;
 }
 
 static bool adopt_start(sl_rt *rt, sl_pod *p)
 {
     if (rt->detached)
         return false;
-    if (!restart_allowed(rt, p)) {
-        char max[24];
-        snprintf(max, sizeof(max), "%u", rt->cfg->monitor_restart_max);
-        sl_log(SL_LOG_ERROR, "pod monitor not replaced: restart limit reached", "pod", p->id,
-               SL_MON_RESTART_MAX_KEY, max, NULL);
-        return false;
-    }
     SL_AUTOFREE char *run = sl_rt_pod_run_dir(rt, p->id);
     SL_AUTOFREE char *ns_dir = run ? sl_path_join(run, "ns") : NULL;
     bool host_net = sl_pod_host_network(p->config);
@@ -331,12 +342,8 @@ static bool adopt_start(sl_rt *rt, sl_pod *p)
     return true;
 }
 
-bool sl_mon_adopt_start(sl_rt *rt, sl_pod *p)
+void sl_mon_adopt_start(sl_rt *rt, sl_pod *p)
 {
-    if (p->adopting)
-        return true;
-    if (adopt_start(rt, p))
-        return true;
-    sl_mon_stdio_release_pod(rt, p);
-    return false;
+    if (!p->adopting && !adopt_start(rt, p))
+        sl_mon_adopt_give_up(rt, p);
 }

@@ -21,14 +21,17 @@ void sl_mon_stdio_fetch(sl_rt *rt, sl_pod *p, sl_ctr *c);
 void sl_mon_stdio_fetch_pod(sl_rt *rt, sl_pod *p);
 /* Closes sluiced's duplicates of c's output fds (it exited). */
 void sl_mon_stdio_release(sl_ctr *c);
-/* The same for every container of p: no monitor will adopt them, so a
- * writer meets a pipe without reader (EPIPE) rather than one nobody reads. */
-void sl_mon_stdio_release_pod(sl_rt *rt, sl_pod *p);
 
+/* Whether p may get a new monitor now (monitor-restart-max per pod and
+ * minute; counted as started). Logs when it may not. */
+bool sl_mon_adopt_allowed(sl_rt *rt, sl_pod *p);
 /* p's monitor died while the pod was ready: starts a monitor that adopts
- * its running containers, unless monitor-restart-max is reached. True when
- * one is being started; otherwise (and when that start fails) the pod's
- * output fds are released. */
-bool sl_mon_adopt_start(sl_rt *rt, sl_pod *p);
+ * its running containers. When that cannot start (now or later) it gives
+ * up (below). */
+void sl_mon_adopt_start(sl_rt *rt, sl_pod *p);
+/* No monitor will adopt p's containers: sluiced lets go of their output
+ * fds (a writer meets a pipe without reader, EPIPE, rather than one nobody
+ * reads) and records the pod not ready. */
+void sl_mon_adopt_give_up(sl_rt *rt, sl_pod *p);
 
 #endif

@@ -309,7 +309,7 @@ void sl_mon_reconcile_ctr(sl_rt *rt, sl_ctr *c)
 static void mon_died(sl_rt *rt, sl_pod *p)
 {
     /* a pod that was ready gets a monitor that adopts what still runs */
-    bool adopt = p->ready && !p->adopting;
+    bool adopt = p->ready && !p->adopting && sl_mon_adopt_allowed(rt, p);
     if (!p->mon_dead) {
         char pid[24];
         snprintf(pid, sizeof(pid), "%lld", (long long)sl_rec_int(p->rec, "mon_pid"));
@@ -324,11 +324,14 @@ static void mon_died(sl_rt *rt, sl_pod *p)
     }
     if (p->ready || !sl_rec_bool(p->rec, "mon_dead")) {
         bool was_ready = p->ready;
-        p->ready = false;
+        /* recorded ready while a new monitor is on its way: a sluiced
+         * restarted meanwhile starts the adoption again */
+        p->ready = adopt;
         json_object_set_new(p->rec, "mon_dead", json_true());
         sl_error e;
         if (sl_model_save_pod(&rt->model, p, &e) < 0)
             sl_log(SL_LOG_ERROR, "pod state not saved", "pod", p->id, "error", e.msg, NULL);
+        p->ready = false;
         if (was_ready)
             sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
     }
@@ -338,7 +341,7 @@ static void mon_died(sl_rt *rt, sl_pod *p)
     if (adopt)
         sl_mon_adopt_start(rt, p);
     else if (!p->adopting)
-        sl_mon_stdio_release_pod(rt, p);
+        sl_mon_adopt_give_up(rt, p);
 }
 
 void sl_mon_watch_pod(sl_rt *rt, sl_pod *p)
