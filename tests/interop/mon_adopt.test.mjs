@@ -5,7 +5,8 @@
 // the container's pid (ContainerStatus) is the same before and after, it is
 // RUNNING at every poll, the pod is READY again once adopted, the CRI log
 // holds every number the container wrote (0..N, no gap, no repeat) across
-// the kill, a tty container's log goes on too, exec works in the new
+// the kill, a tty container's log goes on too, an ExecSync the dead monitor
+// served fails naming that, exec works in the new
 // monitor, StopContainer gives the container's own exit code (trap on
 // TERM → exit 7), and RemovePodSandbox leaves no process and no directory.
 // The pod's PID namespace is POD (the CRI default): its holder, started by
@@ -92,6 +93,9 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     await waitLog(sd.logPath(pod, 'counter'), (r) => r.length >= 3000, 'counter wrote 3000 lines');
     monPid = Number(fs.readFileSync(path.join(runDir, 'mon.pid'), 'utf8'));
     const before = numbers(sd.logPath(pod, 'counter')).nums.length;
+    // an ExecSync the dead monitor serves: it ends with an error naming that
+    const inflight = sd.execSync(c.counter, ['sleep', '3']).then((r) => r, (e) => e);
+    await sleep(300);
     const t0 = performance.now();
     process.kill(monPid, 'SIGKILL');
     let sawNotReady = false;
@@ -107,6 +111,9 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     console.log(`pod READY again ${ready.toFixed(0)} ms after the kill (${polls} polls, every ` +
       `container RUNNING at each; ${before} counter lines logged before the kill)`);
     assert.ok(sawNotReady, 'NOTREADY while no monitor ran');
+    const err = await inflight;
+    assert.ok(err instanceof Error, `the exec in flight failed: ${JSON.stringify(err)}`);
+    assert.match(err.message, /the pod monitor went away/);
     for (const k of Object.keys(c)) {
       assert.equal(await pidOf(sd, c[k]), pids[k], `${k}: the same process`);
       assert.ok(pidAlive(pids[k]), `${k} runs`);
