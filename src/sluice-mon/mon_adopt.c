@@ -24,12 +24,13 @@
 
 void mon_ctr_signal(mon_ctr *c, int sig)
 {
-    if (c->pid <= 0 || c->reaped)
+    /* An adopted init is not our child: its pid may name another process
+     * once its reaper reaped it (or it was never the one sluiced meant),
+     * its pidfd cannot; without one it has ended. */
+    if (c->pid <= 0 || c->reaped || (c->adopted && c->pidfd < 0))
         return;
-    /* An adopted init is not our child: its pid could be reused once its
-     * reaper reaped it, its pidfd cannot. */
-    int rc = c->pidfd >= 0 ? (int)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0)
-                           : kill(c->pid, sig);
+    int rc = c->adopted ? (int)syscall(SYS_pidfd_send_signal, c->pidfd, sig, NULL, 0)
+                        : kill(c->pid, sig);
     if (rc < 0)
         mon_log(MON_WARN, "container %s: kill %d: %s", c->id, sig, strerror(errno));
 }
