@@ -248,6 +248,11 @@ void mon_ctr_adopt(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nfds)
         why = adopt_fds(msg, &a, fds, nfds, out);
     if (!why && mon_ctr_find(m, a.id))
         why = "container exists";
+    unsigned n = 0;
+    for (const mon_ctr *k = m->ctrs; k; k = k->next)
+        n++;
+    if (!why && n >= SL_MON_MAX_CONTAINERS)
+        why = "too many containers";
     for (size_t i = 0; i < nfds; i++)
         if (why || (fds[i] != out[0] && fds[i] != out[1]))
             close(fds[i]);

@@ -307,8 +307,6 @@ bool sl_mon_adopt_allowed(sl_rt *rt, sl_pod *p)
 
 static bool adopt_start(sl_rt *rt, sl_pod *p)
 {
-    if (rt->detached)
-        return false;
     SL_AUTOFREE char *run = sl_rt_pod_run_dir(rt, p->id);
     SL_AUTOFREE char *ns_dir = run ? sl_path_join(run, "ns") : NULL;
     bool host_net = sl_pod_host_network(p->config);
@@ -344,6 +342,7 @@ static bool adopt_start(sl_rt *rt, sl_pod *p)
 
 void sl_mon_adopt_start(sl_rt *rt, sl_pod *p)
 {
-    if (!p->adopting && !adopt_start(rt, p))
+    /* sluiced stopping: the pod stays recorded ready, the next one adopts */
+    if (!p->adopting && !rt->detached && !adopt_start(rt, p))
         sl_mon_adopt_give_up(rt, p);
 }
