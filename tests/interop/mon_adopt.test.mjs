@@ -6,7 +6,7 @@
 // RUNNING at every poll, the pod is READY again once adopted, the CRI log
 // holds every number the container wrote (0..N, no gap, no repeat) across
 // the kill, a tty container's log goes on too, an ExecSync the dead monitor
-// served fails naming that, exec works in the new
+// served fails naming that, exec and attach work in the new
 // monitor, StopContainer gives the container's own exit code (trap on
 // TERM → exit 7), and RemovePodSandbox leaves no process and no directory.
 // The pod's PID namespace is POD (the CRI default): its holder, started by
@@ -16,9 +16,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { CH, V5, connect } from './lib/session.mjs';
 import {
   SluicedInstance, criLogLines, destroyAll, monitorsUnder, parseCriLog, pidAlive, skipReason, sleep,
-  waitLog,
+  waitLog, wsUrl,
 } from './lib/sluiced.mjs';
 
 const skip = skipReason();
@@ -142,6 +143,16 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     const r = await sd.execSync(c.counter, ['sh', '-c', 'echo $$ in; cat /proc/1/comm']);
     assert.equal(r.exit_code, 0);
     assert.match(r.stdout.toString(), /^\d+ in\nsluice-pause\n$/, 'pid 1 is the pod\'s holder');
+  });
+
+  test('attach to the adopted tty container: its output comes from the new monitor', async () => {
+    const s = await connect(wsUrl(await sd.attachUrl(c.tty, { tty: true })), { protocols: [V5] });
+    await s.waitFor((x) => /t\d+\r?\nt\d+/.test(x.text(CH.STDOUT)), 'two lines');
+    const nums = s.text(CH.STDOUT).match(/t(\d+)/g).map((x) => Number(x.slice(1)));
+    s.ws.close(1000);
+    await s.waitClosed();
+    const logged = numbers(sd.logPath(pod, 'tty'), 't').nums.length;
+    assert.ok(nums[0] > 0 && nums[0] <= logged + 5, `live lines (t${nums[0]}, ${logged} logged)`);
   });
 
   test('StopContainer gives the container\'s own exit code; the log is complete', async () => {
