@@ -240,6 +240,10 @@ void mon_job_cancel(mon_job *j);
 bool mon_jobs_reaped(mon *m, pid_t pid, int status);
 /* Exit code of a waitpid status: the code, or 128 + signal. */
 int mon_exit_code(int status);
+/* The waitpid status that mon_exit_code maps to code (an exit record's
+ * code: 129..128+SL_MON_MAX_SIGNAL is a signal, the rest an exit status). */
+#define SL_MON_MAX_SIGNAL 64
+int mon_status_of_code(int code);
 /* The message of runc's log line in text (its last `msg="..."`, unquoted),
  * else text itself with its spaces trimmed; at most outlen-1 bytes
  * (outlen > 0). */

@@ -65,13 +65,6 @@ void mon_ctr_stdio(mon *m, mon_req *r, const json_t *msg)
 
 /* ---- the end of an adopted init ---- */
 
-static int status_of_code(int code)
-{
-    if (code > 128 && code < 128 + 65)
-        return code - 128; /* WIFSIGNALED with that signal */
-    return (code & 0xff) << 8;
-}
-
 /* The reaper's record of the init: "<code> <start ticks>". */
 static bool record_code(const mon_ctr *c, int *code)
 {
@@ -94,7 +87,7 @@ static void look_for_record(mon_ctr *c)
 {
     int code;
     if (record_code(c, &code)) {
-        mon_ctr_reaped(c, status_of_code(code));
+        mon_ctr_reaped(c, mon_status_of_code(code));
         return;
     }
     if (c->record_tries++ < SL_MON_EXIT_RECORD_WAIT_MS / SL_MON_EXIT_RECORD_STEP_MS &&
@@ -102,7 +95,7 @@ static void look_for_record(mon_ctr *c)
         return;
     mon_log(MON_WARN, "container %s: no exit record of pid %d", c->id, (int)c->pid);
     c->message = strdup("the pod's reaper recorded no exit status");
-    mon_ctr_reaped(c, status_of_code(NO_RECORD_CODE));
+    mon_ctr_reaped(c, mon_status_of_code(NO_RECORD_CODE));
 }
 
 static void record_cb(void *data)

@@ -287,17 +287,23 @@ static void spawned(void *arg, pid_t pid, const sl_error *e)
     adopt_all(op, p, m);
 }
 
+bool sl_mon_restart_take(uint64_t *window_ms, uint32_t *count, uint64_t now_ms, uint32_t max)
+{
+    if (!*window_ms || now_ms >= *window_ms + SL_MON_RESTART_WINDOW_MS) {
+        *window_ms = now_ms ? now_ms : 1;
+        *count = 0;
+    }
+    if (*count >= max)
+        return false;
+    (*count)++;
+    return true;
+}
+
 bool sl_mon_adopt_allowed(sl_rt *rt, sl_pod *p)
 {
-    uint64_t now = uv_now(rt->loop);
-    if (!p->restart_window_ms || now - p->restart_window_ms >= SL_MON_RESTART_WINDOW_MS) {
-        p->restart_window_ms = now ? now : 1;
-        p->restarts = 0;
-    }
-    if (p->restarts < rt->cfg->monitor_restart_max) {
-        p->restarts++;
+    if (sl_mon_restart_take(&p->restart_window_ms, &p->restarts, uv_now(rt->loop),
+                            rt->cfg->monitor_restart_max))
         return true;
-    }
     char max[24];
     snprintf(max, sizeof(max), "%u", rt->cfg->monitor_restart_max);
     sl_log(SL_LOG_ERROR, "pod monitor not replaced: restart limit reached", "pod", p->id,

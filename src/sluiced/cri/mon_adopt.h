@@ -10,6 +10,7 @@
 #define SL_CRI_MON_ADOPT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cri/rt.h"
 
@@ -22,6 +23,10 @@ void sl_mon_stdio_fetch_pod(sl_rt *rt, sl_pod *p);
 /* Closes sluiced's duplicates of c's output fds (it exited). */
 void sl_mon_stdio_release(sl_ctr *c);
 
+/* The restart limit: true (and counted) when fewer than max monitors were
+ * started in the SL_MON_RESTART_WINDOW_MS that *window_ms (0: none yet)
+ * began; a window that has passed starts again at now_ms. Pure. */
+bool sl_mon_restart_take(uint64_t *window_ms, uint32_t *count, uint64_t now_ms, uint32_t max);
 /* Whether p may get a new monitor now (monitor-restart-max per pod and
  * minute; counted as started). Logs when it may not. */
 bool sl_mon_adopt_allowed(sl_rt *rt, sl_pod *p);
