@@ -6,7 +6,7 @@
 // RUNNING at every poll, the pod is READY again once adopted, the CRI log
 // holds every number the container wrote (0..N, no gap, no repeat) across
 // the kill, a tty container's log goes on too, an ExecSync the dead monitor
-// served fails naming that, exec and attach work in the new
+// served fails naming that, exec, attach and port-forward work in the new
 // monitor, StopContainer gives the container's own exit code (trap on
 // TERM → exit 7), and RemovePodSandbox leaves no process and no directory.
 // The pod's PID namespace is POD (the CRI default): its holder, started by
@@ -16,6 +16,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { goClientSkip, runGoClient } from './lib/goclient.mjs';
 import { CH, V5, connect } from './lib/session.mjs';
 import {
   SluicedInstance, criLogLines, destroyAll, monitorsUnder, parseCriLog, pidAlive, skipReason, sleep,
@@ -280,6 +281,41 @@ describe('adoption across restarts of sluiced', { skip }, () => {
     assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 7]);
     await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
     await waitFor(() => monitorsUnder(sd.root).length === 0, 'no monitor left');
+    await sd.stop();
+  });
+});
+
+// A pod with a network of its own: the new monitor joins it (--netns) and
+// serves port-forward there.
+describe('port-forward through the monitor that adopted the pod', {
+  skip: skipReason({ cni: true }) || goClientSkip(),
+}, () => {
+  const PORT = 8080;
+  let sd;
+  let pod;
+  let echo;
+  before(async () => {
+    sd = await SluicedInstance.start({ label: 'madpf',
+      cni: { bridge: 'slt-madp', subnet: '10.89.77.0/24' } });
+    pod = await sd.runPod('madpf');
+    echo = await sd.runContainer(pod, 'echo',
+      { command: ['nc', '-ll', '-p', String(PORT), '-e', 'cat'] });
+    await waitFor(async () => (await sd.execSync(echo, ['netstat', '-ltn'])).stdout.toString()
+      .includes(`:${PORT}`), 'nc listening');
+  });
+  after(() => destroyAll(sd));
+
+  test('kill -9 of the monitor, then port-forward into the pod', async () => {
+    const monFile = path.join(sd.runDir, 'pods', pod.id, 'mon.pid');
+    const first = Number(fs.readFileSync(monFile, 'utf8'));
+    process.kill(first, 'SIGKILL');
+    await waitFor(async () => Number(fs.readFileSync(monFile, 'utf8')) !== first &&
+      (await podState(sd, pod.id)) === 'SANDBOX_READY', 'adopted');
+    const r = await runGoClient(['pf', await sd.portForwardUrl(pod.id), String(PORT)],
+      { input: 'through the new monitor\n' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.toString(), 'through the new monitor\n');
+    await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
     await sd.stop();
   });
 });
