@@ -222,8 +222,14 @@ static int adopt_setup(mon_ctr *c, const adopt_req *a, int out[2], sl_error *e)
      * monitor that held its only write end. */
     if (c->tty && c->stdin)
         c->io.in_fd = fcntl(c->io.out_fd[0], F_DUPFD_CLOEXEC, 3);
-    if (sl_mon_log_open(&c->io.log, a->log_path, SL_MON_LOG_LINE_MAX, e) < 0)
-        return -1;
+    /* The container runs already: one whose log cannot be opened (removed
+     * directory, a full disk) is still ours to watch, stop and exec in. */
+    sl_error le;
+    if (sl_mon_log_open(&c->io.log, a->log_path, SL_MON_LOG_LINE_MAX, &le) < 0) {
+        mon_log(MON_ERR, "container %s: adopted without its CRI log: %s", c->id, le.msg);
+        if (sl_mon_log_open(&c->io.log, NULL, SL_MON_LOG_LINE_MAX, e) < 0)
+            return -1;
+    }
     if (mon_io_start(c, e) < 0)
         return -1;
     c->pidfd = open_init(a);

@@ -230,12 +230,15 @@ describe('adoption across restarts of sluiced', { skip }, () => {
   let sd;
   let pod;
   let counter;
+  let nolog;
   let pid;
   before(async () => {
     sd = await SluicedInstance.start({ label: 'mrest' });
     pod = await sd.runPod('mrest', { hostNetwork: true });
     counter = await sd.runContainer(pod, 'counter', { command: ['sh', '-c', COUNTER] });
     pid = await pidOf(sd, counter);
+    nolog = await sd.runContainer(pod, 'nolog',
+      { command: ['sh', '-c', "trap 'exit 9' TERM; while :; do sleep 0.05; done"] });
   });
   after(() => destroyAll(sd));
 
@@ -267,6 +270,11 @@ describe('adoption across restarts of sluiced', { skip }, () => {
     process.kill(mon, 'SIGKILL');
     await waitFor(() => !pidAlive(mon), 'the monitor gone');
     const logged = numbers(file);
+    // a log that cannot be opened again (a directory in its place) does
+    // not keep a container from being adopted
+    const nologFile = sd.logPath(pod, 'nolog');
+    fs.rmSync(nologFile, { force: true });
+    fs.mkdirSync(nologFile);
     await sd.launch();
     await waitFor(async () => monPid() !== mon && (await podState(sd, pod.id)) === 'SANDBOX_READY',
       'adopted by the restarted sluiced');
@@ -279,6 +287,10 @@ describe('adoption across restarts of sluiced', { skip }, () => {
     await sd.rt.StopContainer({ container_id: counter, timeout: 10 });
     const s = await sd.status(counter);
     assert.deepEqual([s.state, s.exit_code], ['CONTAINER_EXITED', 7]);
+    const monLog = fs.readFileSync(path.join(sd.stateDir, 'pods', pod.id, 'mon.log'), 'utf8');
+    assert.match(monLog, new RegExp(`container ${nolog}: adopted without its CRI log: .*Is a directory`));
+    await sd.rt.StopContainer({ container_id: nolog, timeout: 10 });
+    assert.equal((await sd.status(nolog)).exit_code, 9, 'stopped by the new monitor');
     await sd.rt.RemovePodSandbox({ pod_sandbox_id: pod.id });
     await waitFor(() => monitorsUnder(sd.root).length === 0, 'no monitor left');
     await sd.stop();
