@@ -132,6 +132,7 @@ void mon_adopt_fini(mon_ctr *c)
 typedef struct adopt_req {
     const char *id, *bundle, *log_path;
     bool tty, stdin, stdin_once;
+    bool created; /* state "created": runc's init waits for `start` */
     int64_t pid, created_at, started_at;
     unsigned long long start;
 } adopt_req;
@@ -152,6 +153,10 @@ static const char *adopt_parse(const json_t *msg, adopt_req *a)
     if (sl_mon_bool(msg, "tty", false, &a->tty) || sl_mon_bool(msg, "stdin", false, &a->stdin) ||
         sl_mon_bool(msg, "stdin_once", false, &a->stdin_once))
         return "tty, stdin and stdin_once must be booleans";
+    const char *state = sl_mon_str(msg, "state");
+    if (state && strcmp(state, "running") && strcmp(state, "created"))
+        return "state must be running or created";
+    a->created = state && !strcmp(state, "created");
     if (sl_mon_int(msg, "pid", 1, INT32_MAX, 0, &a->pid) || a->pid == 0)
         return "pid must be a process id";
     if (!start || (a->start = strtoull(start, &end, 10), *end) || !*start)
@@ -209,7 +214,7 @@ static int adopt_setup(mon_ctr *c, const adopt_req *a, int out[2], sl_error *e)
     c->start_ticks = a->start;
     c->created_at = a->created_at;
     c->started_at = a->started_at;
-    c->state = CTR_RUNNING;
+    c->state = a->created ? CTR_CREATED : CTR_RUNNING;
     c->adopted = true;
     c->oom_file = sl_cg_oom_file(c->pid);
     for (int s = 0; s < 2; s++) {

@@ -3,7 +3,8 @@
 // each running container with the duplicates of its output fds that
 // sluiced kept since the container was created. Looked at as a user would:
 // the container's pid (ContainerStatus) is the same before and after, it is
-// RUNNING at every poll, the pod is READY again once adopted, the CRI log
+// RUNNING at every poll, the pod is READY again once adopted (one created but
+// not started then starts in the new monitor), the CRI log
 // holds every number the container wrote (0..N, no gap, no repeat) across
 // the kill, a tty container's log goes on too, an ExecSync the dead monitor
 // served fails naming that, exec, attach and port-forward work in the new
@@ -75,6 +76,7 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
   let runDir;
   let monPid;
   let newMon;
+  let created; // CREATED, not started, when the monitor dies
   const c = {};
   const pids = {};
   before(async () => {
@@ -88,6 +90,8 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     c.counter = await sd.runContainer(pod, 'counter', { command: ['sh', '-c', COUNTER] });
     c.tty = await sd.runContainer(pod, 'tty', { command: ['sh', '-c', TTY_COUNTER], tty: true });
     for (const [k, id] of Object.entries(c)) pids[k] = await pidOf(sd, id);
+    created = await sd.createContainer(pod, 'created',
+      { command: ['sh', '-c', 'echo started; exec sleep 100000'] });
   });
   after(() => destroyAll(sd));
 
@@ -123,7 +127,7 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     newMon = Number(fs.readFileSync(path.join(runDir, 'mon.pid'), 'utf8'));
     assert.notEqual(newMon, monPid);
     assert.deepEqual(monitorsUnder(sd.root), [newMon], 'one monitor: the new one');
-    assert.match(sd.proc.stderr, new RegExp(`msg="pod monitor replaced" pod=${pod.id} adopted=2`));
+    assert.match(sd.proc.stderr, new RegExp(`msg="pod monitor replaced" pod=${pod.id} adopted=3`));
   });
 
   test('the CRI logs hold every line written across the kill', async () => {
@@ -138,6 +142,14 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
     const tAt = t.nums.length;
     await waitLog(sd.logPath(pod, 'tty'), (r) => r.length >= tAt + 20, 'tty log goes on');
     console.log(`tty log: t0..t${tAt - 1} at that point, going on`);
+  });
+
+  test('a container created before the death starts in the new monitor', async () => {
+    assert.equal((await sd.status(created)).state, 'CONTAINER_CREATED');
+    await sd.rt.StartContainer({ container_id: created });
+    assert.equal((await sd.status(created)).state, 'CONTAINER_RUNNING');
+    await waitLog(sd.logPath(pod, 'created'),
+      (r) => criLogLines(r, 'stdout').includes('started'), 'its first line');
   });
 
   test('exec works in the new monitor', async () => {

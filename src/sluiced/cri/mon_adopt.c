@@ -182,12 +182,13 @@ static json_t *adopt_req(const sl_rt *rt, const sl_ctr *c, pid_t pid, unsigned l
     char ticks[32];
     snprintf(ticks, sizeof(ticks), "%llu", start);
     const Runtime__V1__ContainerConfig *cc = c->config;
-    return json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:I, s:s, s:I, s:I}", "type", "adopt",
-                     "container_id", c->id, "bundle", sl_rec_str(c->rec, "bundle"), "log_path",
-                     sl_rec_str(c->rec, "log_path"), "tty", cc->tty, "stdin", cc->stdin,
-                     "stdin_once", cc->stdin_once, "pid", (json_int_t)pid, "start", ticks,
-                     "created_at", (json_int_t)c->created_at, "started_at",
-                     (json_int_t)st.started_at);
+    bool created = st.state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED;
+    return json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:b, s:I, s:s, s:I, s:I}", "type", "adopt", "state",
+        created ? "created" : "running", "container_id", c->id, "bundle",
+        sl_rec_str(c->rec, "bundle"), "log_path", sl_rec_str(c->rec, "log_path"), "tty", cc->tty,
+        "stdin", cc->stdin, "stdin_once", cc->stdin_once, "pid", (json_int_t)pid, "start", ticks,
+        "created_at", (json_int_t)c->created_at, "started_at", (json_int_t)st.started_at);
 }
 
 /* Hands c to the new monitor when its init lives, with its output when
@@ -200,7 +201,8 @@ static bool adopt_ctr(adopt_op *op, sl_monc *m, sl_ctr *c)
     unsigned long long start;
     int fds[2];
     const char *names[2];
-    if (st.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING ||
+    if ((st.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
+         st.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED) ||
         !sl_mon_ctr_init(op->rt, c, &pid, &start))
         return false;
     int n = dup_fds(c, fds, names);

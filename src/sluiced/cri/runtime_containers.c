@@ -337,8 +337,15 @@ void sl_cri_stop_container(sl_grpc_call *call, void *arg)
 {
     const Runtime__V1__StopContainerRequest *req = (const void *)sl_grpc_call_request(call);
     int64_t t = req->timeout < 0 ? 0 : req->timeout;
-    if (!sl_model_ctr(&cri_rt(arg)->model, req->container_id)) {
+    sl_ctr *c = sl_model_ctr(&cri_rt(arg)->model, req->container_id);
+    if (!c) {
         reply_empty(call); /* idempotent, as critest v1.32 requires: already gone is stopped */
+        return;
+    }
+    sl_ctr_status st;
+    sl_model_ctr_status(&cri_rt(arg)->model, c, &st);
+    if (st.state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED) {
+        reply_empty(call); /* stopped already (a monitor that adopted the pod may not know it) */
         return;
     }
     simple_op(call, cri_rt(arg), req->container_id, OP_STOP,
