@@ -41,13 +41,14 @@ typedef struct opts {
     const char *pid_ns; /* --pid-ns FILE: hold a pid namespace for the pod */
     const char *cgroup; /* --cgroup PATH: leave the starter's cgroup for it */
     bool foreground;
+    bool adopt; /* --adopt: replaces a monitor that died (mon_adopt.c) */
 } opts;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
                "                  [--netns PATH] [--pid-ns FILE] [--cgroup PATH]\n"
-               "                  [--log-level error|warn|info|debug] [--foreground]\n"
+               "                  [--log-level error|warn|info|debug] [--foreground] [--adopt]\n"
                "See sluice-mon(8).\n");
 }
 
@@ -62,6 +63,7 @@ static int parse(int argc, char **argv, opts *o)
                                           {"cgroup", required_argument, NULL, 'c'},
                                           {"log-level", required_argument, NULL, 'l'},
                                           {"foreground", no_argument, NULL, 'f'},
+                                          {"adopt", no_argument, NULL, 'a'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
     int ch;
@@ -90,6 +92,9 @@ static int parse(int argc, char **argv, opts *o)
             break;
         case 'f':
             o->foreground = true;
+            break;
+        case 'a':
+            o->adopt = true;
             break;
         case 'l':
             if ((mon_log_level = sl_log_level_parse(optarg)) < 0)
@@ -218,8 +223,14 @@ static int start(mon *m, const opts *o, sl_error *e)
         return sl_error_set(e, errno, "PR_SET_CHILD_SUBREAPER");
     if (!(m->loop = sl_mloop_new()))
         return sl_error_set(e, errno, "event loop");
+    /* --adopt: the pod's pid namespace holder outlived the monitor that
+     * died; we keep it alive rather than start another. */
+    m->adopt = o->adopt;
+    if (o->adopt && o->pid_ns && m->pause_pipe[1] < 0 && mon_pause_lifeline_open(m, e) < 0)
+        return -1;
     if (mon_signals_start(m, e) < 0 || mon_sess_start(m, e) < 0 || mon_server_start(m, e) < 0 ||
-        (o->pid_ns && mon_pause_start(m, o->pid_ns, e) < 0))
+        (o->pid_ns && !o->adopt && mon_pause_start(m, o->pid_ns, e) < 0) ||
+        (o->pid_ns && o->adopt && mon_pause_adopt(m, o->pid_ns, e) < 0))
         return -1;
     char pid[32];
     int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
@@ -230,7 +241,9 @@ static int start(mon *m, const opts *o, sl_error *e)
  * keeps a write end of the holder's lifeline, made here for both of us. */
 static int fork_reaper(mon *m, const opts *o, sl_error *e)
 {
-    if (o->pid_ns && pipe2(m->pause_pipe, O_CLOEXEC) < 0)
+    if (o->pid_ns && o->adopt && mon_pause_lifeline_open(m, e) < 0)
+        return -1;
+    if (o->pid_ns && !o->adopt && pipe2(m->pause_pipe, O_CLOEXEC) < 0)
         return sl_error_set(e, errno, "pipe");
     return mon_reaper_fork(m->run_dir, m->pause_pipe[1], e);
 }

@@ -131,6 +131,15 @@ struct mon_ctr {
     mon_req *create_req, *start_req;
     mon_req *stop_waiters, *remove_waiters;
     sl_mtimer *kill_timer, *drain_timer;
+    /* adopted from a monitor that died (mon_adopt.c): its init is the
+     * pod reaper's child, watched through a pidfd, its status read from
+     * the reaper's record */
+    bool adopted;
+    int pidfd; /* -1 */
+    sl_mwatch *pidfd_w;
+    unsigned long long start_ticks;
+    sl_mtimer *record_timer;
+    int record_tries;
 };
 
 struct mon_exec {
@@ -193,6 +202,7 @@ struct mon {
     int pause_life;              /* its lifeline (our write end), -1 */
     char *pidns_file;            /* where its namespace is pinned, NULL */
     int pause_pipe[2];           /* its lifeline made before the reaper forked us, -1 */
+    bool adopt;                  /* --adopt: a monitor that replaces one that died */
 };
 
 /* mon_server.c: control socket, requests, replies, events */
@@ -230,6 +240,10 @@ void mon_job_cancel(mon_job *j);
 bool mon_jobs_reaped(mon *m, pid_t pid, int status);
 /* Exit code of a waitpid status: the code, or 128 + signal. */
 int mon_exit_code(int status);
+/* The waitpid status that mon_exit_code maps to code (an exit record's
+ * code: 129..128+SL_MON_MAX_SIGNAL is a signal, the rest an exit status). */
+#define SL_MON_MAX_SIGNAL 64
+int mon_status_of_code(int code);
 /* The message of runc's log line in text (its last `msg="..."`, unquoted),
  * else text itself with its spaces trimmed; at most outlen-1 bytes
  * (outlen > 0). */
@@ -334,6 +348,23 @@ json_t *mon_sess_live_sessions(const mon *m);
 /* Runs a request in-process: its reply goes to fn. r_msg is borrowed. */
 void mon_local_request(mon *m, const json_t *msg, mon_local_fn fn, void *arg);
 
+/* mon_adopt.c: taking over the containers of a monitor that died */
+/* How long an adopted container's exit record is awaited after its pidfd
+ * fired (the reaper writes it once it reaped the process). */
+#define SL_MON_EXIT_RECORD_WAIT_MS 2000
+#define SL_MON_EXIT_RECORD_STEP_MS 20
+/* The `stdio` request: duplicates of a container's output fds. */
+void mon_ctr_stdio(mon *m, mon_req *r, const json_t *msg);
+/* The `adopt` request: fds are taken. */
+void mon_ctr_adopt(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nfds);
+/* Signals the container's init (through its pidfd when adopted). */
+void mon_ctr_signal(mon_ctr *c, int sig);
+/* Releases what adoption holds of c (ctr_free). */
+void mon_adopt_fini(mon_ctr *c);
+/* mon_ctr.c helpers mon_adopt.c shares */
+mon_ctr *mon_ctr_new(mon *m, const char *id, const char *bundle);
+void mon_ctr_free(mon_ctr *c);
+
 /* mon_pause.c: the pod's shared pid namespace (--pid-ns) */
 #define MON_PAUSE_NAME "sluice-pause" /* argv[0] and comm of the holder */
 #define MON_PAUSE_LIFELINE_FD 3       /* the holder's end of its lifeline */
@@ -347,6 +378,14 @@ void mon_pause_stop(mon *m);
 /* Called by the reaper: true when pid was the holder. */
 bool mon_pause_reaped(mon *m, pid_t pid, int status);
 bool mon_pause_alive(const mon *m);
+/* --adopt: a write end of the living holder's lifeline (its pid from
+ * <run-dir>/MON_PAUSE_PID_FILE) into m->pause_pipe[1], so our reaper and we
+ * keep it alive. Returns 0 or -1 (*e). */
+#define MON_PAUSE_PID_FILE "pause.pid"
+int mon_pause_lifeline_open(mon *m, sl_error *e);
+/* --adopt: the holder found by mon_pause_lifeline_open is ours to keep
+ * (not our child: never reaped here) and to kill at the end. */
+int mon_pause_adopt(mon *m, const char *file, sl_error *e);
 
 /* mon_keeper.c: sluice-reaper, the parent that outlives the monitor */
 #define MON_REAPER_NAME "sluice-reaper" /* argv[0] and comm of the reaper */

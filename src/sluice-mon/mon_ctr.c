@@ -33,12 +33,13 @@ static unsigned count(const mon *m)
     return n;
 }
 
-static mon_ctr *ctr_new(mon *m, const char *id, const char *bundle)
+mon_ctr *mon_ctr_new(mon *m, const char *id, const char *bundle)
 {
     mon_ctr *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
     c->m = m;
+    c->pidfd = -1;
     snprintf(c->id, sizeof(c->id), "%s", id);
     mon_io_init(&c->io, c);
     char *ctr_dir = sl_path_join(m->run_dir, "ctr");
@@ -54,7 +55,7 @@ static mon_ctr *ctr_new(mon *m, const char *id, const char *bundle)
     return c;
 }
 
-static void ctr_free(mon_ctr *c)
+void mon_ctr_free(mon_ctr *c)
 {
     for (mon_ctr **pp = &c->m->ctrs; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
@@ -63,6 +64,7 @@ static void ctr_free(mon_ctr *c)
         }
     }
     mon_job_cancel(c->job);
+    mon_adopt_fini(c);
     mon_ctr_update_abort(c);
     mon_console_free(c->console);
     sl_mtimer_cancel(c->kill_timer);
@@ -83,12 +85,6 @@ static void ctr_free(mon_ctr *c)
     free(c->start_err);
     free(c->message);
     free(c);
-}
-
-static void signal_init(mon_ctr *c, int sig)
-{
-    if (c->pid > 0 && !c->reaped && kill(c->pid, sig) < 0)
-        mon_log(MON_WARN, "container %s: kill %d: %s", c->id, sig, strerror(errno));
 }
 
 /* ---- create ---- */
@@ -308,11 +304,11 @@ void mon_ctr_create(mon *m, mon_req *r, const json_t *msg)
         mon_reply_err(m, r, "create %s: %s", id, pid_why);
         return;
     }
-    mon_ctr *c = ctr_new(m, id, sl_mon_str(msg, "bundle"));
+    mon_ctr *c = mon_ctr_new(m, id, sl_mon_str(msg, "bundle"));
     if (!c || !c->bundle || !c->status_path) {
         mon_reply_err(m, r, "out of memory");
         if (c)
-            ctr_free(c);
+            mon_ctr_free(c);
         return;
     }
     c->tty = tmpl.tty;
@@ -337,7 +333,7 @@ void mon_ctr_create(mon *m, mon_req *r, const json_t *msg)
     close_child_ends(m, child);
     if (!c->job) {
         mon_reply_err(m, r, "create %s: %s", id, e.msg);
-        ctr_free(c);
+        mon_ctr_free(c);
         return;
     }
     c->create_req = r;
@@ -501,7 +497,7 @@ static void kill_cb(void *data)
     mon_ctr *c = data;
     c->kill_timer = NULL;
     mon_log(MON_INFO, "container %s: stop timeout, SIGKILL", c->id);
-    signal_init(c, SIGKILL);
+    mon_ctr_signal(c, SIGKILL);
 }
 
 void mon_ctr_stop(mon *m, mon_req *r, const json_t *msg)
@@ -529,11 +525,11 @@ void mon_ctr_stop(mon *m, mon_req *r, const json_t *msg)
     c->stop_waiters = r;
     if (timeout == 0 || c->stopping) {
         if (timeout == 0)
-            signal_init(c, SIGKILL);
+            mon_ctr_signal(c, SIGKILL);
         return;
     }
     c->stopping = true;
-    signal_init(c, SIGTERM);
+    mon_ctr_signal(c, SIGTERM);
     c->kill_timer = sl_mloop_timer(m->loop, (uint64_t)timeout * 1000, kill_cb, c);
 }
 
@@ -548,7 +544,7 @@ static void delete_done(mon *m, int status, const char *err, void *data)
     unlink(c->status_path);
     sl_rm_rf(c->dir, NULL);
     mon_log(MON_INFO, "container %s removed", c->id);
-    ctr_free(c); /* answers the remove waiters */
+    mon_ctr_free(c); /* answers the remove waiters */
     mon_shutdown_check(m);
 }
 
@@ -565,7 +561,7 @@ static void advance(mon_ctr *c)
     if (!c->finalized) {
         if (!c->killed) {
             c->killed = true;
-            signal_init(c, SIGKILL);
+            mon_ctr_signal(c, SIGKILL);
             mon_exec_kill_all(c->m, c->id);
         }
         return;
@@ -652,5 +648,5 @@ void mon_shutdown_check(mon *m)
 void mon_ctr_release_all(mon *m)
 {
     while (m->ctrs)
-        ctr_free(m->ctrs);
+        mon_ctr_free(m->ctrs);
 }

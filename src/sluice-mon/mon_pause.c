@@ -121,7 +121,59 @@ int mon_pause_start(mon *m, const char *file, sl_error *e)
         return sl_error_set(e, ENOMEM, "pid namespace");
     if (pin(pid, file, e) < 0)
         return sl_error_wrap(e, "pin the pod's pid namespace");
+    /* for a monitor that adopts the pod after we died (--adopt) */
+    SL_AUTOFREE char *pid_path = sl_path_join(m->run_dir, MON_PAUSE_PID_FILE);
+    char text[32];
+    int n = snprintf(text, sizeof(text), "%d\n", (int)pid);
+    if (!pid_path || sl_write_file_atomic(pid_path, text, (size_t)n, 0644, e) < 0)
+        return pid_path ? -1 : sl_error_set(e, ENOMEM, "pid namespace");
     mon_log(MON_INFO, "pod pid namespace: %s, pid %d", file, (int)pid);
+    return 0;
+}
+
+/* The holder a dead monitor started, verified by its name. */
+static pid_t find_holder(const mon *m, sl_error *e)
+{
+    SL_AUTOFREE char *path = sl_path_join(m->run_dir, MON_PAUSE_PID_FILE);
+    SL_AUTOFREE char *text = NULL;
+    if (!path || sl_read_file(path, 64, &text, NULL, e) < 0)
+        return path ? -1 : sl_error_set(e, ENOMEM, "pid namespace");
+    pid_t pid = (pid_t)atoi(text);
+    char comm_path[64];
+    snprintf(comm_path, sizeof(comm_path), "/proc/%d/comm", (int)pid);
+    SL_AUTOFREE char *comm = NULL;
+    if (pid <= 0 || sl_read_file(comm_path, 64, &comm, NULL, e) < 0 ||
+        strcmp(comm, MON_PAUSE_NAME "\n") != 0)
+        return sl_error_set(e, ESRCH, "the pod's pid namespace holder (pid %d) is gone", (int)pid);
+    return pid;
+}
+
+/* Opening a pipe's end through /proc/PID/fd for writing gives a new write
+ * end of the same pipe: the holder sees EOF only once we let go too. */
+int mon_pause_lifeline_open(mon *m, sl_error *e)
+{
+    pid_t pid = find_holder(m, e);
+    if (pid < 0)
+        return -1;
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, MON_PAUSE_LIFELINE_FD);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sl_error_set(e, errno, "open the pid namespace holder's lifeline %s", path);
+    m->pause_pipe[1] = fd;
+    m->pause_pid = pid;
+    return 0;
+}
+
+int mon_pause_adopt(mon *m, const char *file, sl_error *e)
+{
+    m->pause_life = m->pause_pipe[1];
+    m->pause_pipe[1] = -1;
+    if (m->pause_life < 0)
+        return sl_error_set(e, EBADF, "no lifeline of the pid namespace holder");
+    if (!(m->pidns_file = strdup(file)))
+        return sl_error_set(e, ENOMEM, "pid namespace");
+    mon_log(MON_INFO, "pod pid namespace: %s, adopted holder pid %d", file, (int)m->pause_pid);
     return 0;
 }
 

@@ -32,6 +32,13 @@ int mon_exit_code(int status)
     return 255;
 }
 
+int mon_status_of_code(int code)
+{
+    if (code > 128 && code <= 128 + SL_MON_MAX_SIGNAL)
+        return code - 128; /* WIFSIGNALED with that signal */
+    return (code & 0xff) << 8;
+}
+
 /* Go's %q escapes that runc's log lines use; others are kept as they are. */
 static void unquote(const char *p, char *out, size_t outlen)
 {

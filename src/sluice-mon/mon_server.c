@@ -30,11 +30,12 @@ static const struct {
     {"attach", mon_attach},     {"exec", mon_exec_start},
     {"resize", mon_resize},     {"kill_exec", mon_exec_kill},
     {"shutdown", shutdown_req}, {"update", mon_ctr_update},
+    {"stdio", mon_ctr_stdio},
 };
 
 static bool takes_fds(const char *type)
 {
-    return strcmp(type, "session") == 0;
+    return strcmp(type, "session") == 0 || strcmp(type, "adopt") == 0;
 }
 
 mon_req *mon_req_new(uint64_t conn, const json_t *msg)
@@ -274,7 +275,7 @@ static void dispatch(mon *m, mon_conn *c, const json_t *msg, int *fds, size_t nf
                           ? "the monitor is shutting down"
                           : NULL;
     if (why || !takes_fds(type))
-        close_fds(fds, nfds); /* only a session carries fds */
+        close_fds(fds, nfds); /* only a session and adopt carry fds */
     if (!r)
         return;
     if (why) {
@@ -283,7 +284,10 @@ static void dispatch(mon *m, mon_conn *c, const json_t *msg, int *fds, size_t nf
     }
     mon_log(MON_DEBUG, "request %s", type);
     if (takes_fds(type)) {
-        mon_sess_request(m, r, msg, fds, nfds);
+        if (strcmp(type, "adopt") == 0)
+            mon_ctr_adopt(m, r, msg, fds, nfds);
+        else
+            mon_sess_request(m, r, msg, fds, nfds);
         return;
     }
     handler_fn fn = find_handler(type);

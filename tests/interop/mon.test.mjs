@@ -126,6 +126,16 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       'request without a numeric id');
     assert.match((await err([{ type: 'exec', exec_id: 'e', container_id: 'loop', cmd: [] }]))
       .error, /cmd must be a non-empty array/);
+    const adopt = { type: 'adopt', container_id: 'a1', bundle: '/nowhere', pid: 5, start: '1' };
+    assert.match((await err([{ ...adopt, pid: 0 }])).error, /^adopt: pid must be a process id/);
+    assert.match((await err([{ ...adopt, start: 'soon' }])).error, /^adopt: start must be/);
+    assert.match((await err([{ ...adopt, bundle: 'rel' }])).error, /bundle must be an absolute/);
+    assert.equal((await err([{ ...adopt, container_id: 'loop' }])).error,
+      'adopt: container exists');
+    assert.equal((await err([{ type: 'stdio', container_id: 'nope' }])).error,
+      'no such container');
+    assert.equal((await err([{ type: 'stdio', container_id: 'loop' }])).error,
+      'container loop has no open output', 'exited: its output ended');
     for (const raw of ['not json', '{"id":1}', '{"type":"hello","type":"x"}', '[1]']) {
       const r = await err([raw], { raw: true });
       assert.deepEqual([r.id, r.ok], [null, false], raw);

@@ -8,8 +8,9 @@
 // sluiced; exec is refused with the reason; RemoveContainer and
 // StopPodSandbox kill what is left (the processes are gone when they
 // answer, the stopped container EXITED 137) and RemovePodSandbox leaves
-// nothing behind. A new monitor that adopts the running containers is not
-// built: their output after the death is not logged.
+// nothing behind. This is what happens when no new monitor may adopt the
+// containers: monitor-restart-max 0 here (mon_adopt.test.mjs: the default,
+// a new monitor adopts them); sluiced says so in its log.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -56,7 +57,7 @@ describe('a pod monitor killed with SIGKILL', { skip }, () => {
   const c = {};
   const pids = {};
   before(async () => {
-    sd = await SluicedInstance.start({ label: 'mdeath' });
+    sd = await SluicedInstance.start({ label: 'mdeath', args: ['--monitor-restart-max', '0'] });
     pod = await sd.runPod('mdeath', { hostNetwork: true });
     c.sleeper = await sd.runContainer(pod, 'sleeper', { command: ['sleep', '100000'] });
     c.spare = await sd.runContainer(pod, 'spare', { command: ['sleep', '100001'] });
@@ -94,6 +95,8 @@ describe('a pod monitor killed with SIGKILL', { skip }, () => {
       const listed = await sd.rt.ListPodSandbox({});
       assert.equal(listed.items.find((p) => p.id === pod.id).state, 'SANDBOX_NOTREADY');
       assert.match(sd.proc.stderr, new RegExp(`msg="pod monitor died" pod=${pod.id} pid=${monPid}`));
+      assert.match(sd.proc.stderr, new RegExp(
+        `msg="pod monitor not replaced: restart limit reached" pod=${pod.id} monitor-restart-max=0`));
     });
 
   test('a container that ends after its monitor died has its true exit code', async () => {

@@ -1,5 +1,6 @@
 /* mon_runc_message: the message of runc's log line (logrus text format,
- * Go-quoted), else the text trimmed; bounded by the output buffer. */
+ * Go-quoted), else the text trimmed; bounded by the output buffer.
+ * mon_status_of_code: the inverse of mon_exit_code for an exit record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <cmocka.h>
 
 #include <string.h>
+#include <sys/wait.h>
 
 #include "mon.h"
 
@@ -68,6 +70,18 @@ static void test_bounded(void **state)
     assert_string_equal(one, "");
 }
 
+static void test_status_of_code_round_trip(void **state)
+{
+    (void)state;
+    for (int code = 0; code <= 255; code++)
+        assert_int_equal(mon_exit_code(mon_status_of_code(code)), code);
+    assert_true(WIFSIGNALED(mon_status_of_code(137)));
+    assert_int_equal(WTERMSIG(mon_status_of_code(137)), 9);
+    assert_true(WIFEXITED(mon_status_of_code(7)));
+    assert_true(WIFEXITED(mon_status_of_code(128))); /* exit 128, no signal 0 */
+    assert_true(WIFEXITED(mon_status_of_code(255))); /* beyond every signal */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -75,6 +89,7 @@ int main(void)
         cmocka_unit_test(test_last_msg_wins_and_escapes),
         cmocka_unit_test(test_plain_text_trimmed),
         cmocka_unit_test(test_bounded),
+        cmocka_unit_test(test_status_of_code_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,6 +123,8 @@ static const key keys[] = {
      "a CNI plugin (ADD or DEL) running longer is killed, and the call fails naming it"},
     {"monitor-start-timeout-ms", K_U32, F(monitor_start_timeout_ms), 1, U32MAX, "MS",
      "a pod monitor not listening after this is killed (RunPodSandbox fails)"},
+    {"monitor-restart-max", K_U32, F(monitor_restart_max), 0, U32MAX, "N",
+     "monitors started per pod and minute to replace one that died (0 = none)"},
     {"monitor-cgroup", K_CGROUP, F(monitor_cgroup), 0, 0, "PATH",
      "cgroup the pod monitors move into (every hierarchy); empty = sluiced's own"},
     {"stats-fs-refresh-ms", K_U32, F(stats_fs_refresh_ms), 0, U32MAX, "MS",
@@ -191,6 +193,7 @@ void sl_config_init(sl_config *c)
     c->runtime_path = SLUICED_DEFAULT_RUNTIME_PATH;
     c->cni_plugin_timeout_ms = SL_CNI_DEFAULT_PLUGIN_TIMEOUT_MS;
     c->monitor_start_timeout_ms = SL_MON_DEFAULT_START_TIMEOUT_MS;
+    c->monitor_restart_max = SL_MON_DEFAULT_RESTART_MAX;
     c->stats_fs_refresh_ms = SLUICED_DEFAULT_STATS_FS_REFRESH_MS;
     c->stats_cpu_window_ms = SLUICED_DEFAULT_STATS_CPU_WINDOW_MS;
 }

@@ -99,6 +99,7 @@ typedef struct sl_config {
     /* deadlines of the children sluiced runs (killed and reaped after) */
     uint32_t cni_plugin_timeout_ms;    /* one CNI plugin, ADD or DEL */
     uint32_t monitor_start_timeout_ms; /* sluice-mon until it listens */
+    uint32_t monitor_restart_max;      /* adopting monitors per pod and minute */
     /* CRI stats (cri/stats.h) */
     uint32_t stats_fs_refresh_ms; /* a writable layer is walked again after this */
     uint32_t stats_cpu_window_ms; /* shortest window of usage_nano_cores */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "io/base64.h"
@@ -127,6 +128,7 @@ static sl_ctr *ctr_from(const char *id, json_t *rec)
     if (!c)
         return NULL;
     snprintf(c->id, sizeof(c->id), "%s", id);
+    c->stdio_fds[0] = c->stdio_fds[1] = -1;
     snprintf(c->pod_id, sizeof(c->pod_id), "%s", sl_rec_str(rec, "pod_id"));
     c->rec = rec;
     c->config = (Runtime__V1__ContainerConfig *)unpack_from(
@@ -190,6 +192,9 @@ static void free_pod(sl_pod *p)
 
 static void free_ctr(sl_ctr *c)
 {
+    for (int i = 0; i < 2; i++)
+        if (c->stdio_fds[i] >= 0)
+            close(c->stdio_fds[i]);
     json_decref(c->rec);
     protobuf_c_message_free_unpacked(&c->config->base, NULL);
     free(c);

@@ -27,6 +27,9 @@ typedef struct sl_pod {
     int64_t created_at;                    /* ns */
     sl_monc *mon;                          /* NULL while not connected */
     bool mon_dead;                         /* its monitor died (mon_death.c) */
+    bool adopting;                         /* a new monitor is being started (mon_adopt.c) */
+    uint64_t restart_window_ms;            /* start of the current restart-limit minute */
+    uint32_t restarts;                     /* monitors started in it */
     void *owner;                           /* the sl_rt, for monitor events */
 } sl_pod;
 
@@ -40,6 +43,11 @@ typedef struct sl_ctr {
     /* CRI log bytes and records its monitor reported dropped (log_dropped
      * events since this sluiced started; 0 before the first) */
     int64_t log_dropped_seen[2];
+    /* duplicates of its output fds from its monitor (`stdio`): the pipes'
+     * read ends ([0] stdout, [1] stderr) or the tty master ([0]); -1. They
+     * keep its output alive for a monitor that adopts it (mon_adopt.c). */
+    int stdio_fds[2];
+    bool stdio_asked; /* a `stdio` request is out */
 } sl_ctr;
 
 /* The live view of a container, from the monitor's status.json. */

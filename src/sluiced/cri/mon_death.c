@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cri/mon_adopt.h"
 #include "cri/mon_client.h"
 #include "fsutil.h"
 #include "sl_log.h"
@@ -97,12 +98,18 @@ static bool runc_init(const sl_rt *rt, const sl_ctr *c, pid_t *pid, unsigned lon
 
 /* That init, verified against the process that has its pid now (same start
  * time, not a zombie). */
+bool sl_mon_ctr_init(const sl_rt *rt, const sl_ctr *c, pid_t *pid, unsigned long long *want)
+{
+    unsigned long long start;
+    char state;
+    return runc_init(rt, c, pid, want) && proc_stat(*pid, &state, &start) && state != 'Z' &&
+           start == *want;
+}
+
 static bool ctr_alive(const sl_rt *rt, const sl_ctr *c, pid_t *pid)
 {
-    unsigned long long want, start;
-    char state;
-    return runc_init(rt, c, pid, &want) && proc_stat(*pid, &state, &start) && state != 'Z' &&
-           start == want;
+    unsigned long long want;
+    return sl_mon_ctr_init(rt, c, pid, &want);
 }
 
 /* The exit code the pod's reaper (sluice-reaper, which outlives the
@@ -279,8 +286,15 @@ static void ctr_gone(sl_rt *rt, sl_ctr *c, int tries)
                "the pod monitor died; the container's exit status is unknown");
 }
 
+void sl_mon_unwatch_ctr(sl_rt *rt, const sl_ctr *c)
+{
+    struct sl_pidwatch *w = watch_find(rt, c->pod_id, c->id);
+    if (w)
+        watch_close(w);
+}
+
 /* A running container stays so while its process is verified alive. */
-static void reconcile(sl_rt *rt, sl_ctr *c)
+void sl_mon_reconcile_ctr(sl_rt *rt, sl_ctr *c)
 {
     sl_ctr_status st;
     sl_model_ctr_status(&rt->model, c, &st);
@@ -294,6 +308,8 @@ static void reconcile(sl_rt *rt, sl_ctr *c)
 
 static void mon_died(sl_rt *rt, sl_pod *p)
 {
+    /* a pod that was ready gets a monitor that adopts what still runs */
+    bool adopt = p->ready && !p->adopting && sl_mon_adopt_allowed(rt, p);
     if (!p->mon_dead) {
         char pid[24];
         snprintf(pid, sizeof(pid), "%lld", (long long)sl_rec_int(p->rec, "mon_pid"));
@@ -308,17 +324,24 @@ static void mon_died(sl_rt *rt, sl_pod *p)
     }
     if (p->ready || !sl_rec_bool(p->rec, "mon_dead")) {
         bool was_ready = p->ready;
-        p->ready = false;
+        /* recorded ready while a new monitor is on its way: a sluiced
+         * restarted meanwhile starts the adoption again */
+        p->ready = adopt;
         json_object_set_new(p->rec, "mon_dead", json_true());
         sl_error e;
         if (sl_model_save_pod(&rt->model, p, &e) < 0)
             sl_log(SL_LOG_ERROR, "pod state not saved", "pod", p->id, "error", e.msg, NULL);
+        p->ready = false;
         if (was_ready)
             sl_events_pod(rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT, p);
     }
     for (sl_ctr *c = rt->model.ctrs; c; c = c->next)
         if (!strcmp(c->pod_id, p->id))
-            reconcile(rt, c);
+            sl_mon_reconcile_ctr(rt, c);
+    if (adopt)
+        sl_mon_adopt_start(rt, p);
+    else if (!p->adopting)
+        sl_mon_adopt_give_up(rt, p);
 }
 
 void sl_mon_watch_pod(sl_rt *rt, sl_pod *p)

@@ -7,8 +7,8 @@
  * record of its init: pid and start time) stays running and is watched
  * until it exits, and then has the exit code the reaper recorded (255 when
  * there is no record: a monitor started without a reaper). Stop and remove
- * of such containers kill them with the OCI runtime directly. A new monitor
- * that adopts the running containers is not built. */
+ * of such containers kill them with the OCI runtime directly, unless a new
+ * monitor adopted them (mon_adopt.h). */
 #ifndef SL_CRI_MON_DEATH_H
 #define SL_CRI_MON_DEATH_H
 
@@ -36,6 +36,15 @@ void sl_mon_check_gone(sl_rt *rt, sl_pod *p);
  * shut down on purpose). */
 void sl_mon_watch_close_all(sl_rt *rt);
 void sl_mon_unwatch(sl_rt *rt, const char *pod_id);
+
+/* c's init as runc recorded it, verified alive (same start time, not a
+ * zombie): its pid and start time in clock ticks. */
+bool sl_mon_ctr_init(const sl_rt *rt, const sl_ctr *c, pid_t *pid, unsigned long long *start);
+/* Stops watching c's init (a new monitor adopted it). */
+void sl_mon_unwatch_ctr(sl_rt *rt, const sl_ctr *c);
+/* A running container of a pod whose monitor died is watched while its
+ * init lives, else reported exited (what mon_died does for each). */
+void sl_mon_reconcile_ctr(sl_rt *rt, sl_ctr *c);
 
 typedef void (*sl_mon_kill_fn)(void *arg);
 /* Kills and deletes container c of a pod whose monitor died (`runtime

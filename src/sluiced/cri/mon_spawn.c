@@ -63,6 +63,8 @@ int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawn
         argv[n++] = "--pid-ns";
         argv[n++] = o->pid_ns;
     }
+    if (o->adopt)
+        argv[n++] = "--adopt";
     if (o->cgroup && *o->cgroup) {
         argv[n++] = "--cgroup";
         argv[n++] = o->cgroup;

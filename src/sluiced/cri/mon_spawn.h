@@ -4,6 +4,7 @@
 #ifndef SL_MON_SPAWN_H
 #define SL_MON_SPAWN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
@@ -13,6 +14,11 @@
 /* Default of monitor-start-timeout-ms. */
 #define SL_MON_DEFAULT_START_TIMEOUT_MS 10000u
 #define SL_MON_START_TIMEOUT_KEY "monitor-start-timeout-ms"
+/* Default of monitor-restart-max: monitors started per pod within
+ * SL_MON_RESTART_WINDOW_MS to replace one that died. */
+#define SL_MON_DEFAULT_RESTART_MAX 3u
+#define SL_MON_RESTART_WINDOW_MS 60000u
+#define SL_MON_RESTART_MAX_KEY "monitor-restart-max"
 
 typedef struct sl_mon_spawn_opts {
     const char *mon_path; /* the sluice-mon executable */
@@ -20,6 +26,7 @@ typedef struct sl_mon_spawn_opts {
     const char *netns;  /* --netns FILE (the pod's network), or NULL: the host's */
     const char *pid_ns; /* --pid-ns FILE, or NULL */
     const char *cgroup; /* --cgroup PATH (monitor-cgroup), or NULL / "" */
+    bool adopt;         /* --adopt: replaces a monitor that died */
     uint32_t timeout_ms;
 } sl_mon_spawn_opts;
 

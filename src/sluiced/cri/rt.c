@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cri/image_jobs.h"
+#include "cri/mon_adopt.h"
 #include "cri/mon_death.h"
 #include "fsutil.h"
 #include "sl_log.h"
@@ -138,6 +139,11 @@ void sl_rt_mon_event(void *arg, const json_t *event)
         sl_sess_stats_event(&rt->sess_stats, event);
         return;
     }
+    if (!strcmp(sl_mon_str(event, "type"), "exited")) { /* nothing left to adopt */
+        sl_ctr *c = sl_model_ctr(&rt->model, sl_mon_str(event, "container_id"));
+        if (c)
+            sl_mon_stdio_release(c);
+    }
     sl_events_mon(rt, p, event);
     sl_rt_stream_event(rt, p, event);
 }
@@ -163,6 +169,8 @@ sl_monc *sl_rt_pod_mon(sl_rt *rt, sl_pod *p, sl_error *e)
             return NULL;
         }
         sl_mon_watch_pod(rt, p); /* may find it dead */
+        if (!p->mon_dead)
+            sl_mon_stdio_fetch_pod(rt, p);
     }
     if (p->mon_dead)
         sl_error_set(e, ESRCH, "the monitor of pod %s (pid %lld) died", p->id,

@@ -15,6 +15,7 @@
 #include "cri/ctr_resources.h"
 #include "cri/ctr_namespaces.h"
 #include "cri/ctr_spec.h"
+#include "cri/mon_adopt.h"
 #include "cri/mon_death.h"
 #include "cri/pod_cgroup.h"
 #include "cri/pod_config.h"
@@ -82,6 +83,8 @@ static void op_reply(void *arg, const json_t *reply, int *fds, size_t nfds)
             sl_cri_forget_ctr(op->rt, c);
         sl_grpc_call_fail(op->call, SL_GRPC_UNKNOWN, "failed to create container: %s", err);
     } else if (op->kind == OP_CREATE) {
+        if (c) /* kept for a monitor that adopts it if this one dies */
+            sl_mon_stdio_fetch(op->rt, sl_model_pod(&op->rt->model, c->pod_id), c);
         if (c)
             sl_events_ctr(op->rt, RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_CREATED_EVENT, c->id,
                           c->pod_id);
@@ -334,8 +337,15 @@ void sl_cri_stop_container(sl_grpc_call *call, void *arg)
 {
     const Runtime__V1__StopContainerRequest *req = (const void *)sl_grpc_call_request(call);
     int64_t t = req->timeout < 0 ? 0 : req->timeout;
-    if (!sl_model_ctr(&cri_rt(arg)->model, req->container_id)) {
+    sl_ctr *c = sl_model_ctr(&cri_rt(arg)->model, req->container_id);
+    if (!c) {
         reply_empty(call); /* idempotent, as critest v1.32 requires: already gone is stopped */
+        return;
+    }
+    sl_ctr_status st;
+    sl_model_ctr_status(&cri_rt(arg)->model, c, &st);
+    if (st.state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED) {
+        reply_empty(call); /* stopped already (a monitor that adopted the pod may not know it) */
         return;
     }
     simple_op(call, cri_rt(arg), req->container_id, OP_STOP,
