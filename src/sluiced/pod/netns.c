@@ -101,6 +101,17 @@ static void child(int flags, const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PA
     _exit(0);
 }
 
+/* Closes every fd from 3 up but a and b (close_range: async-signal-safe). */
+static void keep_only(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    if (lo > 3)
+        close_range(3, (unsigned)lo - 1, 0);
+    if (hi > lo + 1)
+        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+    close_range((unsigned)hi + 1, ~0u, 0);
+}
+
 static int pin(const char *dir, const char *kind, pid_t pid, sl_error *e)
 {
     SL_AUTOFREE char *dst = sl_path_join(dir, kind);
@@ -209,9 +220,11 @@ static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH
     pid_t pid = fork();
     if (pid == 0) {
         /* Only the parent's end may keep "done" open, or the child never
-         * sees EOF on it. */
-        close(ready[0]);
-        close(done[1]);
+         * sees EOF on it: that includes the copies this child inherited of
+         * other pods' pipes, forked at the same time from other worker
+         * threads (two such children held each other's "done" open and
+         * waited for good). */
+        keep_only(ready[1], done[0]);
         child(flags, o, paths, ready[1], done[0]);
     }
     close(ready[1]);
