@@ -15,6 +15,7 @@
 #include "cri/pod_config.h"
 #include "cri/pod_net.h"
 #include "cri/pod_run.h"
+#include "cri/pod_sweep.h"
 #include "fsutil.h"
 #include "pod/etc_files.h"
 #include "pod/netns.h"
@@ -208,6 +209,10 @@ static void net_done(void *arg, int rc, const char *ip, const char *result, cons
     }
     op->cni_result = strdup(result);
     json_object_set_new(op->rec, "cni_result", json_string(result));
+    sl_error ne;
+    if (sl_pod_start_note_cni(op->run_dir, result, &ne) < 0) /* only a cut start needs it */
+        sl_log(SL_LOG_WARN, "CNI result not noted in the run directory", "pod", op->id, "error",
+               ne.msg, NULL);
     record_ips(op->rec, result);
     if (!op->cni_result) {
         sl_error_set(&op->e, ENOMEM, "pod network");
@@ -242,8 +247,12 @@ static void setup_network(run_op *op)
 static void ns_work(uv_work_t *w)
 {
     run_op *op = w->data;
-    op->work_rc =
-        sl_mkdir_p(op->run_dir, 0700, &op->e) < 0 ? -1 : sl_pod_ns_create(&op->ns, &op->e);
+    /* the request is noted before anything is made that a next sluiced
+     * would have to undo, should this one end before the pod is recorded */
+    op->work_rc = sl_mkdir_p(op->run_dir, 0700, &op->e) < 0 ||
+                          sl_pod_start_note_config(op->run_dir, op->c, &op->e) < 0
+                      ? -1
+                      : sl_pod_ns_create(&op->ns, &op->e);
 }
 
 static void ns_after(uv_work_t *w, int status)

@@ -10,6 +10,7 @@
 
 #include "cri/image_jobs.h"
 #include "cri/mon_adopt.h"
+#include "cri/pod_sweep.h"
 #include "cri/mon_death.h"
 #include "fsutil.h"
 #include "sl_log.h"
@@ -211,6 +212,7 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
             sl_mon_check_gone(rt, p);
         }
     }
+    sl_pod_sweep_cut_starts(rt);
     sl_rt_stream_init(rt);
     sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
     return 0;
