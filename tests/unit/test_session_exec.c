@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "sess_fx.h"
@@ -623,6 +624,46 @@ static void test_ws_idle_timeout(void **state)
     idle_timeout(*state, SL_TRANSPORT_WEBSOCKET);
 }
 
+/* Nothing listens, or the URL is not http: a connect error, no runtime call. */
+static void connect_fails(cli *c, const char *url)
+{
+    sess_pipe(c->out);
+    sl_client_exec_opts o = {.url = url,
+                             .transport = SL_TRANSPORT_WEBSOCKET,
+                             .stdin_fd = -1,
+                             .stdout_fd = c->out[1],
+                             .stderr_fd = -1,
+                             .timeout_ms = 2000};
+    assert_int_equal(sl_client_exec_new(&c->fx.loop, &o, &cbs, c, &c->h), SL_OK);
+    assert_true(sess_pump(&c->fx, ended, c));
+    assert_true(c->failed);
+    assert_int_equal(c->err.kind, SL_CLIENT_ERR_CONNECT);
+    assert_true(strlen(c->message) > 0);
+    assert_int_equal(c->rt.starts, 0);
+}
+
+static void test_connect_refused(void **state)
+{
+    cli *c = *state;
+    /* a port that was just free: bind, read its number, close */
+    uv_tcp_t t;
+    struct sockaddr_in a;
+    uv_ip4_addr("127.0.0.1", 0, &a);
+    assert_int_equal(uv_tcp_init(&c->fx.loop, &t), 0);
+    assert_int_equal(uv_tcp_bind(&t, (const struct sockaddr *)&a, 0), 0);
+    int len = sizeof(a);
+    assert_int_equal(uv_tcp_getsockname(&t, (struct sockaddr *)&a, &len), 0);
+    uv_close((uv_handle_t *)&t, NULL);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/exec/abc", ntohs(a.sin_port));
+    connect_fails(c, url);
+}
+
+static void test_not_http_url(void **state)
+{
+    connect_fails(*state, "https://127.0.0.1:1/exec/abc");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -642,6 +683,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_attach_stdin_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_used_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spdy_bulk_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connect_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_http_url, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ws_bulk_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spdy_idle_timeout, setup_idle, teardown),
         cmocka_unit_test_setup_teardown(test_ws_idle_timeout, setup_idle, teardown),

@@ -420,6 +420,31 @@ static void test_spdy_pod_closes(void **state)
     assert_true(c->conns[0].clean);
 }
 
+/* A token the server never issued: the upgrade is refused with 404 and
+ * the session ends with that error; the runtime is never asked. */
+static void bad_token(cli *c, sl_transport tr)
+{
+    char url[128];
+    snprintf(url, sizeof(url), "%s/portforward/nosuchtoken", sl_server_base_url(c->fx.srv));
+    sl_client_pf_opts o = {.url = url, .transport = tr};
+    assert_int_equal(sl_client_pf_new(&c->fx.loop, &o, &cbs, c, &c->h), SL_OK);
+    assert_true(sess_pump(&c->fx, session_ended, c));
+    assert_false(c->end_clean);
+    assert_false(c->upgraded);
+    assert_non_null(strstr(c->end_err, "404"));
+    assert_int_equal(c->rt.connects, 0);
+}
+
+static void test_spdy_bad_token(void **state)
+{
+    bad_token(*state, SL_TRANSPORT_SPDY);
+}
+
+static void test_legacy_bad_token(void **state)
+{
+    bad_token(*state, SL_TRANSPORT_WEBSOCKET_LEGACY);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +457,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_spdy_client_vanishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tunnel_client_vanishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spdy_pod_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spdy_bad_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_legacy_bad_token, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
