@@ -23,43 +23,14 @@ import {
   SluicedInstance, criLogLines, destroyAll, monitorsUnder, parseCriLog, pidAlive, skipReason, sleep,
   waitLog, wsUrl,
 } from './lib/sluiced.mjs';
+import { pidOf, podState, reapersOf, waitFor } from './lib/podwatch.mjs';
 
 const skip = skipReason();
-const WAIT_MS = 10000;
 
 // Numbers, 20 lines per 2 ms at most: fast, without a core spinning.
 const COUNTER = "trap 'exit 7' TERM; i=0; while :; do echo $i; i=$((i+1)); " +
   '[ $((i % 20)) = 0 ] && sleep 0.002; done';
 const TTY_COUNTER = 'i=0; while :; do echo t$i; i=$((i+1)); sleep 0.01; done';
-
-async function pidOf(sd, ctr) {
-  const { info } = await sd.rt.ContainerStatus({ container_id: ctr, verbose: true });
-  return JSON.parse(info.info).pid;
-}
-
-async function waitFor(pred, what, t0 = performance.now(), ms = WAIT_MS) {
-  for (;;) {
-    const v = await pred();
-    if (v) return performance.now() - t0;
-    if (performance.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
-
-function reapersOf(dir) {
-  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).filter((e) => {
-    try {
-      const argv = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
-      return argv[0] === 'sluice-reaper' && argv[1] === dir;
-    } catch {
-      return false;
-    }
-  }).map(Number);
-}
-
-async function podState(sd, id) {
-  return (await sd.rt.PodSandboxStatus({ pod_sandbox_id: id })).status.state;
-}
 
 // The numbers the log holds, in order, and whether they run 0..N.
 function numbers(file, prefix = '') {

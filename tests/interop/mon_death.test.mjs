@@ -16,40 +16,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { SluicedInstance, destroyAll, pidAlive, skipReason, sleep } from './lib/sluiced.mjs';
+import { pidOf, podState, reapersOf, waitFor } from './lib/podwatch.mjs';
 
 const skip = skipReason();
-const WAIT_MS = 10000;
-
-async function pidOf(sd, ctr) {
-  const { info } = await sd.rt.ContainerStatus({ container_id: ctr, verbose: true });
-  return JSON.parse(info.info).pid;
-}
-
-// Polls pred; resolves the ms since t0 when it holds.
-async function waitFor(pred, what, t0 = performance.now(), ms = WAIT_MS) {
-  for (;;) {
-    const v = await pred();
-    if (v) return performance.now() - t0;
-    if (performance.now() - t0 > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await sleep(20);
-  }
-}
-
-// The sluice-reaper processes whose command line names dir.
-function reapersOf(dir) {
-  return fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e)).filter((e) => {
-    try {
-      const argv = fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').split('\0');
-      return argv[0] === 'sluice-reaper' && argv[1] === dir;
-    } catch {
-      return false;
-    }
-  }).map(Number);
-}
-
-async function podState(sd, id) {
-  return (await sd.rt.PodSandboxStatus({ pod_sandbox_id: id })).status.state;
-}
 
 describe('a pod monitor killed with SIGKILL', { skip }, () => {
   let sd;
