@@ -44,6 +44,13 @@ static void identity(void **state)
     assert_int_equal(sl_pod_config_check(&c, false, false, &e), 0);
     c.log_directory = "var/log/pods/x";
     expect_invalid(&c, false, false, "log_directory: \"var/log/pods/x\" is not an absolute path");
+    c.log_directory = "/var/log/pods/../../etc";
+    expect_invalid(&c, false, false,
+                   "log_directory: \"/var/log/pods/../../etc\" has a \"..\" component");
+    c.log_directory = "/var/log/pods/..";
+    expect_invalid(&c, false, false, "log_directory: \"/var/log/pods/..\" has a \"..\" component");
+    c.log_directory = "/var/log/pods/x..y/.../..a";
+    assert_int_equal(sl_pod_config_check(&c, false, false, &e), 0);
 }
 
 static void port_mappings(void **state)

@@ -96,6 +96,17 @@ static int check_sysctls(const Runtime__V1__PodSandboxConfig *c, bool host_netwo
     return 0;
 }
 
+/* Whether a path has a ".." component. */
+static bool has_dotdot(const char *path)
+{
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        p += n + (p[n] == '/');
+    }
+    return false;
+}
 static int check_identity(const Runtime__V1__PodSandboxConfig *c, bool host_network, sl_error *e)
 {
     if (*c->hostname && host_network)
@@ -107,6 +118,9 @@ static int check_identity(const Runtime__V1__PodSandboxConfig *c, bool host_netw
     if (*c->log_directory && c->log_directory[0] != '/')
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
                              "log_directory: \"%.256s\" is not an absolute path", c->log_directory);
+    if (has_dotdot(c->log_directory)) /* the kubelet's is /var/log/pods/<ns>_<name>_<uid> */
+        return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                             "log_directory: \"%.256s\" has a \"..\" component", c->log_directory);
     return 0;
 }
 
