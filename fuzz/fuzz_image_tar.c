@@ -1,6 +1,9 @@
 /* Feeds the input as a layer (any compression) to the unpacker, in a fresh
  * directory under a private temp dir, with small limits; then checks that
- * nothing landed next to the layer directory (an escape) and removes it. */
+ * nothing landed next to the layer directory (an escape) and removes it.
+ * The temp dir is on tmpfs (/dev/shm) when there is one: every input makes
+ * and removes a tree, which on /tmp's ext4 cost most of the time (inode
+ * allocation and eviction, journal) and kept the rate near 1k inputs/s. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -21,6 +24,13 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char base[64];
+
+/* /dev/shm if usable (tmpfs: creating and removing files is memory work),
+ * else /tmp. */
+static const char *scratch_root(void)
+{
+    return access("/dev/shm", W_OK | X_OK) == 0 ? "/dev/shm" : "/tmp";
+}
 
 static void cleanup(void)
 {
@@ -44,7 +54,7 @@ static void check_no_escape(void)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!base[0]) {
-        snprintf(base, sizeof(base), "/tmp/sl-fuzz-image-XXXXXX");
+        snprintf(base, sizeof(base), "%s/sl-fuzz-image-XXXXXX", scratch_root());
         if (!mkdtemp(base))
             abort();
         atexit(cleanup);

@@ -70,6 +70,18 @@ static bool zone(const char *s, size_t len, size_t i, int *off)
     return true;
 }
 
+/* secs seconds and frac (0..999999999) nanoseconds since the epoch, as
+ * nanoseconds saturated at INT64_MIN/INT64_MAX: an RFC 3339 year (1..9999)
+ * can be outside 1677..2262, the range of int64 nanoseconds. */
+static int64_t saturated_ns(int64_t secs, int64_t frac)
+{
+    if (secs > (INT64_MAX - frac) / NS_PER_S)
+        return INT64_MAX;
+    if (secs < INT64_MIN / NS_PER_S)
+        return INT64_MIN;
+    return secs * NS_PER_S + frac;
+}
+
 int sl_cri_time_parse(const char *s, size_t len, int64_t *ns)
 {
     int y, mo, d, h, mi, sec, off;
@@ -84,14 +96,18 @@ int sl_cri_time_parse(const char *s, size_t len, int64_t *ns)
         return -1;
     if (i >= len || !zone(s, len, i, &off))
         return -1;
-    *ns = (sl_cri_civil_seconds(y, mo, d, h, mi, sec) - off) * NS_PER_S + frac;
+    *ns = saturated_ns(sl_cri_civil_seconds(y, mo, d, h, mi, sec) - off, frac);
     return 0;
 }
 
 void sl_cri_time_format(int64_t ns, char out[40])
 {
-    int64_t secs = ns >= 0 ? ns / NS_PER_S : (ns - NS_PER_S + 1) / NS_PER_S;
-    int64_t frac = ns - secs * NS_PER_S, days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
+    int64_t secs = ns / NS_PER_S, frac = ns % NS_PER_S; /* floored, without overflow */
+    if (frac < 0) {
+        frac += NS_PER_S;
+        secs--;
+    }
+    int64_t days = secs >= 0 ? secs / 86400 : (secs - 86399) / 86400;
     int64_t rem = secs - days * 86400;
     /* civil from days (Hinnant's method) */
     int64_t z = days + 719468, era = (z >= 0 ? z : z - 146096) / 146097;

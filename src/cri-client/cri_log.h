@@ -28,7 +28,8 @@ int sl_cri_log_parse(const char *line, size_t len, sl_cri_log_rec *out);
 
 /* Parses "YYYY-MM-DDTHH:MM:SS[.F...]" followed by "Z" or "+HH:MM"/"-HH:MM"
  * (RFC 3339; fraction digits beyond nine are dropped) into nanoseconds
- * since the epoch. Returns 0, or -1 when s (len bytes) is not such a time. */
+ * since the epoch, saturated at INT64_MIN/INT64_MAX for times before 1677
+ * or after 2262. Returns 0, or -1 when s (len bytes) is not such a time. */
 int sl_cri_time_parse(const char *s, size_t len, int64_t *ns);
 
 /* The kubelet's output form of a record's timestamp: nine fraction digits,

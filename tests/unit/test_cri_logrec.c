@@ -76,6 +76,14 @@ static void test_times(void **state)
     assert_int_equal(t("2016-10-06T00:17:09.1234567891234Z"), 1475713029123456789LL);
     assert_int_equal(t("2024-02-29T12:00:00Z"), 1709208000LL * 1000000000);
     assert_int_equal(t("1969-12-31T23:59:59Z"), -1000000000LL);
+    /* years beyond int64 nanoseconds saturate (found by fuzz_kube_logs: a
+     * sinceTime of year 1 or 9999 overflowed) */
+    assert_int_equal(t("0001-01-01T00:00:00Z"), INT64_MIN);
+    assert_int_equal(t("9999-12-31T23:59:59.999999999-23:59"), INT64_MAX);
+    assert_int_equal(t("2262-04-11T23:47:16.854775807Z"), INT64_MAX);
+    assert_int_equal(t("2262-04-11T23:47:16.854775806Z"), INT64_MAX - 1);
+    assert_int_equal(t("1677-09-21T00:12:43.145224192Z"), INT64_MIN);
+    assert_int_equal(t("1677-09-21T00:12:44Z"), -9223372036000000000LL);
     const char *bad[] = {"2023-02-29T00:00:00Z",     "2016-10-06T24:00:00Z",
                          "2016-10-06T00:17:09.Z",    "2016-10-06T00:17:09+0200",
                          "2016-10-06T00:17:09Zjunk", "2016-1-6T0:1:9Z"};
@@ -101,6 +109,10 @@ static void test_format(void **state)
     assert_string_equal(fixed, "2016-10-06T00:17:09.000000000Z");
     sl_cri_time_format(-1, out);
     assert_string_equal(out, "1969-12-31T23:59:59.999999999Z");
+    sl_cri_time_format(INT64_MIN, out);
+    assert_string_equal(out, "1677-09-21T00:12:43.145224192Z");
+    sl_cri_time_format(INT64_MAX, out);
+    assert_string_equal(out, "2262-04-11T23:47:16.854775807Z");
     for (int64_t s = -100000000; s < 5000000000; s += 7777777) { /* round trips */
         sl_cri_time_format(s * 1000000000 + 123, out);
         assert_int_equal(t(out), s * 1000000000 + 123);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -667,11 +668,14 @@ static void unpacker_fini(unpacker *u)
 static unpacker *unpacker_new(int dest_dirfd, const sl_layer_limits *lim, sl_layer_stats *st,
                               sl_error *e)
 {
-    unpacker *u = calloc(1, sizeof(*u));
+    /* chunk is left unset: it is always filled before it is read (zeroing
+     * its 64 KiB per layer was a tenth of the image_tar fuzz target's time) */
+    unpacker *u = malloc(sizeof(*u));
     if (!u) {
         sl_error_set(e, ENOMEM, "unpack layer");
         return NULL;
     }
+    memset(u, 0, offsetof(unpacker, chunk));
     if (lim)
         u->lim = *lim;
     else
