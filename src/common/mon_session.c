@@ -129,7 +129,7 @@ json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
 {
     const sl_server_config *c = &l->stream;
     return json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "idle_timeout_ms",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "idle_timeout_ms",
         (json_int_t)c->idle_timeout_ms, "creation_timeout_ms", (json_int_t)c->creation_timeout_ms,
         "max_request_line", (json_int_t)c->max_request_line, "max_headers",
         (json_int_t)c->max_headers, "max_head_size", (json_int_t)c->max_head_size, "max_ws_message",
@@ -138,7 +138,7 @@ json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
         (json_int_t)c->tty_size_wait_ms, "portforward_connect_timeout_ms",
         (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog,
         "exec_max_concurrent", (json_int_t)l->exec_max_concurrent, "exec_queue_max",
-        (json_int_t)l->exec_queue_max);
+        (json_int_t)l->exec_queue_max, "exec_mode", l->exec_native ? "native" : "runc");
 }
 
 /* A u32 field: present and within [min, UINT32_MAX], or absent. */
@@ -178,5 +178,9 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
         u32(j, "exec_max_concurrent", 1, &l->exec_max_concurrent) ||
         u32(j, "exec_queue_max", 0, &l->exec_queue_max))
         return *why = "limits: every field must be an integer within its range", -1;
+    const char *mode = sl_mon_str(j, "exec_mode");
+    if (mode && strcmp(mode, "native") && strcmp(mode, "runc"))
+        return *why = "limits.exec_mode must be native or runc", -1;
+    l->exec_native = mode && !strcmp(mode, "native");
     return 0;
 }

@@ -170,6 +170,7 @@ struct mon_exec {
     bool runc_killed;              /* runc exec was killed before it finished */
     unsigned long long runc_start; /* then its start time (clock ticks after boot), 0 */
     json_t *cmd;                   /* its args (reference) */
+    bool native;                   /* exec_mode native: tried without runc (mon_nexec.h) */
 };
 
 typedef struct mon_unclaimed {
@@ -233,6 +234,9 @@ typedef void (*mon_job_cb)(mon *m, int status, const char *err, void *data);
  * temporary file for 1 and 2 (its text goes to cb). NULL on error (*e). */
 mon_job *mon_runc(mon *m, const char *const *args, const int stdio[3], mon_job_cb cb, void *data,
                   sl_error *e);
+/* A job of a child forked elsewhere (the native exec's starter): cb with
+ * its status once reaped, err "". NULL on error (*e). */
+mon_job *mon_job_add(mon *m, pid_t pid, mon_job_cb cb, void *data, sl_error *e);
 pid_t mon_job_pid(const mon_job *j);
 /* The job's callback will not fire (the child is still reaped). */
 void mon_job_cancel(mon_job *j);

@@ -21,10 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "mon.h"
+#include "mon_nexec.h"
 #include "sluice/error.h"
 
 #define EXEC_MAX_ARGS 4096 /* elements of cmd */
@@ -317,6 +320,7 @@ typedef struct exec_args {
     bool tty, in, out, err;
     int64_t w, h;
     int64_t max_concurrent, queue_max;
+    bool native;
 } exec_args;
 
 static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
@@ -337,6 +341,10 @@ static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
         sl_mon_int(msg, "queue_max", 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, SL_MON_EXEC_QUEUE_MAX,
                    &a->queue_max))
         return "max_concurrent must be 1..1024 and queue_max 0..4096";
+    const char *mode = sl_mon_str(msg, "exec_mode");
+    if (mode && strcmp(mode, "native") && strcmp(mode, "runc"))
+        return "exec_mode must be native or runc";
+    a->native = mode && !strcmp(mode, "native");
     size_t n = json_array_size(a->cmd);
     if (!json_is_array(a->cmd) || n == 0 || n > EXEC_MAX_ARGS)
         return "cmd must be a non-empty array";
@@ -414,6 +422,7 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     x->tty = a->tty;
     x->want[0] = a->in, x->want[1] = a->out, x->want[2] = a->err;
     x->max_concurrent = (unsigned)a->max_concurrent;
+    x->native = a->native;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
     x->client[0] = x->client[1] = x->client[2] = -1;
     char *base = sl_path_join(m->run_dir, "exec");
@@ -453,12 +462,21 @@ static int write_scratch(const char *path, const char *text, sl_error *e)
     return 0;
 }
 
+/* The exec's container, if it still runs. */
+static mon_ctr *exec_ctr(mon_exec *x, sl_error *e)
+{
+    mon_ctr *c = mon_ctr_find(x->m, x->ctr_id);
+    if (!c || c->state != CTR_RUNNING || c->reaped || c->removing || c->pid <= 0)
+        return sl_error_set(e, ESRCH, "container is not running"), NULL;
+    return c;
+}
+
 /* The exec's dir with its process.json, made when it is about to start. */
 static int exec_prepare(mon_exec *x, sl_error *e)
 {
-    mon_ctr *c = mon_ctr_find(x->m, x->ctr_id);
-    if (!c || c->state != CTR_RUNNING || c->reaped || c->removing)
-        return sl_error_set(e, ESRCH, "container is not running");
+    mon_ctr *c = exec_ctr(x, e);
+    if (!c)
+        return -1;
     SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
     SL_AUTOFREE char *pj = NULL;
     if (!proc || sl_mkdir_p(x->dir, 0700, e) < 0 ||
@@ -467,7 +485,80 @@ static int exec_prepare(mon_exec *x, sl_error *e)
     return write_scratch(proc, pj, e);
 }
 
+static int open_scratch(const char *dir, const char *name, sl_error *e)
+{
+    SL_AUTOFREE char *path = sl_path_join(dir, name);
+    int fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
+    if (fd < 0)
+        sl_error_set(e, path ? errno : ENOMEM, "cannot create %s in %s", name, dir);
+    return fd;
+}
+
+/* tty: a connection to the exec's console socket for the starter, which
+ * reaches it before it enters the container's mount namespace. */
+static int console_conn(mon_exec *x, sl_error *e)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", mon_console_path(x->console));
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        sl_error_set(e, errno, "console socket");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The native path's starter for x (mon_nexec.h): NULL with e->code 0 when
+ * the path does not cover the exec (then runc starts it). */
+static mon_job *spawn_native(mon_exec *x, const int child[3], sl_error *e)
+{
+    mon_ctr *c = exec_ctr(x, e);
+    if (!c || sl_mkdir_p(x->dir, 0700, e) < 0)
+        return e->code = e->code ? e->code : ESRCH, NULL;
+    mon_nexec_plan *p =
+        mon_nexec_plan_new(c->bundle, c->pid, x->cmd, x->tty, x->want_w, x->want_h, e);
+    if (!p)
+        return NULL;
+    int pid_fd = open_scratch(x->dir, "pid", e);
+    int log_fd = pid_fd >= 0 ? open_scratch(x->dir, "runc.log", e) : -1;
+    int con_fd = log_fd >= 0 && x->tty ? console_conn(x, e) : -1;
+    pid_t pid = -1;
+    if (log_fd >= 0 && (!x->tty || con_fd >= 0))
+        pid = mon_nexec_spawn(p, child, con_fd, pid_fd, log_fd, e);
+    int fds[3] = {pid_fd, log_fd, con_fd};
+    for (int i = 0; i < 3; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    mon_nexec_plan_free(p);
+    if (pid < 0)
+        return NULL;
+    mon_job *j = mon_job_add(x->m, pid, exec_done, x, e);
+    if (!j)
+        kill(pid, SIGKILL); /* reaped as an unknown child */
+    return j;
+}
+
+static mon_job *spawn_runc(mon_exec *x, const int child[3], sl_error *e);
+
+/* Native when asked and covered, else runc (which then needs its
+ * process.json). */
 static mon_job *spawn(mon_exec *x, const int child[3], sl_error *e)
+{
+    if (x->native) {
+        mon_job *j = spawn_native(x, child, e);
+        if (j || e->code)
+            return j;
+        mon_log(MON_DEBUG, "exec %s in %s: runc exec, not native: %s", x->id, x->ctr_id, e->msg);
+        x->native = false;
+        if (exec_prepare(x, e) < 0)
+            return NULL;
+    }
+    return spawn_runc(x, child, e);
+}
+
+static mon_job *spawn_runc(mon_exec *x, const int child[3], sl_error *e)
 {
     SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
     SL_AUTOFREE char *log = sl_path_join(x->dir, "runc.log");
@@ -497,7 +588,7 @@ static void launch(mon_exec *x)
     sl_error e = {0};
     int child[3] = {-1, -1, -1}, client[3] = {-1, -1, -1};
     x->queued = false;
-    bool ready = exec_prepare(x, &e) == 0;
+    bool ready = x->native ? exec_ctr(x, &e) != NULL : exec_prepare(x, &e) == 0;
     if (ready && x->tty) {
         child[0] = m->devnull; /* runc's own errors go to the capture */
         if ((x->console = mon_console_new(m, console_cb, x, &e)))
@@ -515,7 +606,8 @@ static void launch(mon_exec *x)
         fail(x, why);
         return;
     }
-    mon_log(MON_INFO, "exec %s in %s: runc pid %d", x->id, x->ctr_id, (int)mon_job_pid(x->job));
+    mon_log(MON_INFO, "exec %s in %s: %s pid %d", x->id, x->ctr_id, x->native ? "starter" : "runc",
+            (int)mon_job_pid(x->job));
     for (int i = 0; i < 3; i++)
         x->client[i] = client[i];
     for (int i = 1; i < 3; i++)

@@ -160,6 +160,16 @@ mon_job *mon_runc(mon *m, const char *const *args, const int stdio[3], mon_job_c
     return j;
 }
 
+mon_job *mon_job_add(mon *m, pid_t pid, mon_job_cb cb, void *data, sl_error *e)
+{
+    mon_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return sl_error_set(e, ENOMEM, "job"), NULL;
+    *j = (mon_job){.next = m->jobs, .pid = pid, .errfd = -1, .cb = cb, .data = data};
+    m->jobs = j;
+    return j;
+}
+
 pid_t mon_job_pid(const mon_job *j)
 {
     return j->pid;

@@ -32,6 +32,7 @@ typedef enum ktype {
     K_LEVEL,    /* error|warn|info|debug, kept as SL_LOG_* in an int */
     K_HOSTPORT, /* "" | PORT | ADDR:PORT | [V6]:PORT (admin-listen) */
     K_CGROUP,   /* "" | an absolute cgroup path without . or .. parts */
+    K_EXECMODE, /* native | runc */
 } ktype;
 
 typedef struct key {
@@ -82,6 +83,9 @@ static const key keys[] = {
      SL_MON_EXEC_MAX_CONCURRENT_LIMIT, "N",
      "execs (ExecSync and streaming) of one pod being started at once; the others wait in a "
      "FIFO queue"},
+    {"exec-mode", K_EXECMODE, F(exec_mode), 0, 0, "native|runc",
+     "how the pod monitor starts an exec: itself (native, runc for what it does not cover) or "
+     "with runc exec"},
     {"exec-queue-max", K_U32, F(exec_queue_max), 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, "N",
      "execs of one pod waiting to start at most; beyond, RESOURCE_EXHAUSTED"},
     {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
@@ -191,6 +195,7 @@ void sl_config_init(sl_config *c)
     c->cni_conf_dir = SLUICED_DEFAULT_CNI_CONF_DIR;
     c->cni_bin_dir = SLUICED_DEFAULT_CNI_BIN_DIR;
     c->runtime_path = SLUICED_DEFAULT_RUNTIME_PATH;
+    c->exec_mode = SLUICED_DEFAULT_EXEC_MODE;
     c->cni_plugin_timeout_ms = SL_CNI_DEFAULT_PLUGIN_TIMEOUT_MS;
     c->monitor_start_timeout_ms = SL_MON_DEFAULT_START_TIMEOUT_MS;
     c->monitor_restart_max = SL_MON_DEFAULT_RESTART_MAX;
@@ -290,6 +295,8 @@ static int check_text(const key *k, const char *value, const char *origin, sl_er
 {
     if (k->type != K_OPTTEXT && !*value)
         return sl_error_set(e, 0, "%s: must not be empty", origin);
+    if (k->type == K_EXECMODE && strcmp(value, "native") && strcmp(value, "runc"))
+        return sl_error_set(e, 0, "%s: \"%s\" is not native or runc", origin, value);
     if (k->type == K_ABSPATH && value[0] != '/')
         return sl_error_set(e, 0, "%s: \"%s\" is not an absolute path", origin, value);
     if (k->type == K_URLPATH && (value[0] != '/' || strlen(value) > SL_URL_MAX_BASE_PATH))

@@ -25,6 +25,8 @@
 /* The usual place, then Debian's (containernetworking-plugins). */
 #define SLUICED_DEFAULT_CNI_BIN_DIR "/opt/cni/bin:/usr/lib/cni"
 #define SLUICED_DEFAULT_RUNTIME_PATH "runc"
+/* exec-mode: how pod monitors start execs (sluice-mon mon_nexec.h). */
+#define SLUICED_DEFAULT_EXEC_MODE "runc"
 /* image-dir and import-dir default to these under state-dir. */
 #define SLUICED_IMAGE_SUBDIR "images"
 #define SLUICED_IMPORT_SUBDIR "import"
@@ -80,6 +82,7 @@ typedef struct sl_config {
     uint32_t attach_backlog;      /* bytes an attach client may fall behind (monitor) */
     uint32_t exec_max_concurrent; /* execs of a pod being started at once (monitor) */
     uint32_t exec_queue_max;      /* execs of a pod waiting to start (monitor) */
+    const char *exec_mode;        /* "native" or "runc" (monitor, mon_nexec.h) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;

@@ -11,13 +11,11 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "seccomp_filter.h"
 #include "sys_error.h"
 
 /* Bytes of one profile file. */
 #define SL_SECCOMP_MAX_PROFILE_BYTES (1u << 20)
-/* Rules of one profile, and system call names of one rule. */
-#define SL_SECCOMP_MAX_RULES 4096u
-#define SL_SECCOMP_MAX_NAMES 4096u
 
 /* Parses an OCI LinuxSeccomp JSON text and checks it: known keys only,
  * known actions, operators and architectures, system call names libseccomp
