@@ -17,6 +17,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { CH, V5, SUCCESS_JSON, connect, failureJson, runSession, terminateAll } from './lib/session.mjs';
 import { SLUICED, SluicedInstance, skipReason, sleep, wsUrl } from './lib/sluiced.mjs';
+import { KubeFront, TRANSPORTS, freePort, kubeSkipReason, waitOutput } from './lib/kubefront.mjs';
 
 const haveOpenssl = spawnSync('openssl', ['version']).status === 0;
 const skip = skipReason() || (!haveOpenssl && 'the openssl command is not installed');
@@ -28,6 +29,30 @@ const STALL_MS = 5000;
 // allocator slack. The kernel's socket buffers are not sluiced's memory.
 const MAX_GROWTH_KIB = 8 * 1024;
 const HEAD_TIMEOUT_MS = 1500;
+const NS = 'sluice-test';
+const KUBE_BLOB = 4 * MiB;
+const LINE = '0123456789abcdef';
+const CRICTL = process.env.CRICTL || 'crictl';
+const crictlSkip = spawnSync(CRICTL, ['--version'], { stdio: 'ignore' }).status === 0 ? false
+  : 'no crictl (cri-tools is not packaged in Debian 12): set CRICTL=/path/to/crictl';
+
+// sha256 of `yes LINE | head -c n`
+function yesSha(n) {
+  return crypto.createHash('sha256').update(Buffer.from(`${LINE}\n`.repeat(Math.ceil(n / 17)))
+    .subarray(0, n)).digest('hex');
+}
+
+// Reads everything a TCP server at 127.0.0.1:port sends; resolves sha256, length.
+function tcpHash(port) {
+  return new Promise((resolve, reject) => {
+    const h = crypto.createHash('sha256');
+    let length = 0;
+    const s = net.connect(port, '127.0.0.1');
+    s.on('data', (d) => { h.update(d); length += d.length; });
+    s.on('end', () => resolve({ sha256: h.digest('hex'), length }));
+    s.on('error', reject);
+  });
+}
 
 function openssl(dir, args) {
   const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
@@ -269,4 +294,98 @@ describe('bad TLS configuration stops sluiced, naming the key', { skip, timeout:
       console.log(`# ${what}: ${r.stderr.trim().split('\n').pop()}`);
     }
   });
+});
+
+describe('kubectl through sluice-kube, and crictl, to a TLS streaming port', { skip: skip || kubeSkipReason(), timeout: 300000 }, () => {
+  let dir, pki, sd, pfPort;
+  const fronts = {};
+  before(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-tlsk-'));
+    pki = makePki(dir);
+    sd = await SluicedInstance.start({ label: 'tlsk', args: tlsArgs(pki, true) });
+    const pod = await sd.runPod('tlsk', { hostNetwork: true });
+    await sd.runContainer(pod, 'c', { command: ['sleep', '100000'] });
+    pfPort = await freePort();
+    await sd.runContainer(pod, 'src', { command: ['sh', '-c',
+      `while :; do yes ${LINE} | head -c ${KUBE_BLOB} | nc -l -p ${pfPort}; done`] });
+    const args = ['--runtime-tls-ca-file', pki.ca, '--runtime-tls-cert-file', pki.clientCert,
+      '--runtime-tls-key-file', pki.clientKey];
+    for (const t of Object.keys(TRANSPORTS))
+      fronts[t] = await KubeFront.start({ endpoint: sd.endpoint, args });
+    fronts.nocert = await KubeFront.start({ endpoint: sd.endpoint, args: args.slice(0, 2) });
+    fronts.noca = await KubeFront.start({ endpoint: sd.endpoint });
+  }, { timeout: 120000 });
+
+  after(async () => {
+    for (const kf of Object.values(fronts)) kf.destroy();
+    if (sd) await sd.destroy();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  }, { timeout: 60000 });
+
+  for (const [t, env] of Object.entries(TRANSPORTS)) {
+    test(`kubectl exec over ${t}: ${KUBE_BLOB / MiB} MiB byte-exact, exit status`, async () => {
+      const kc = (a) => fronts[t].kubectl(['-n', NS, 'exec', 'tlsk', '-c', 'c', '--', ...a], { env });
+      let r = await kc(['sh', '-c', `yes ${LINE} | head -c ${KUBE_BLOB}`]);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout.length, KUBE_BLOB);
+      assert.equal(crypto.createHash('sha256').update(r.stdout).digest('hex'), yesSha(KUBE_BLOB));
+      r = await kc(['sh', '-c', 'echo out; exit 3']);
+      assert.equal(r.code, 3, r.stderr);
+      assert.equal(r.stdout.toString(), 'out\n');
+    });
+
+    test(`kubectl port-forward over ${t}: ${KUBE_BLOB / MiB} MiB byte-exact`, async () => {
+      const p = fronts[t].spawnKubectl(['-n', NS, 'port-forward', '--address', '127.0.0.1',
+        'pod/tlsk', `:${pfPort}`], { env });
+      let stderr = '';
+      p.stderr.on('data', (d) => { stderr += d; });
+      try {
+        const m = await waitOutput(p.stdout, /Forwarding from 127\.0\.0\.1:(\d+) ->/);
+        const r = await tcpHash(Number(m[1]));
+        assert.equal(r.length, KUBE_BLOB);
+        assert.equal(r.sha256, yesSha(KUBE_BLOB));
+        assert.doesNotMatch(stderr, /error/i);
+      } finally {
+        p.kill('SIGTERM');
+      }
+    });
+  }
+
+  test('sluice-kube without the client certificate, or without the CA: kubectl exec fails, named', async () => {
+    for (const [name, re] of [['nocert', /error|certificate|handshake/i],
+      ['noca', /TLS handshake with the runtime failed: .*certificate/i]]) {
+      const r = await fronts[name].kubectl(['-n', NS, 'exec', 'tlsk', '-c', 'c', '--', 'true']);
+      assert.notEqual(r.code, 0, `${name}: ${r.stderr}`);
+      assert.match(r.stderr, re, name);
+      console.log(`# ${name}: ${r.stderr.trim().split('\n').pop()}`);
+    }
+  });
+
+  for (const t of ['spdy', 'websocket']) {
+    test(`crictl exec over ${t} (--tls-ca, client certificate): output and exit status`,
+      { skip: crictlSkip }, () => {
+        const ctr = spawnSync(CRICTL, ['--config', '/dev/null', '-r', sd.endpoint, 'ps', '-q',
+          '--name', '^c$'], { encoding: 'utf8' }).stdout.trim();
+        assert.match(ctr, /^[0-9a-f]{64}$/);
+        const tls = ['--tls-ca', pki.ca, '--tls-cert', pki.clientCert, '--tls-key', pki.clientKey,
+          '--tls-sni', '127.0.0.1'];
+        const run = (cmd, extra = tls) => spawnSync(CRICTL, ['--config', '/dev/null', '-r',
+          sd.endpoint, 'exec', '--transport', t, ...extra, ctr, 'sh', '-c', cmd],
+        { timeout: 60000, maxBuffer: 2 * KUBE_BLOB });
+        let r = run(`yes ${LINE} | head -c ${KUBE_BLOB}`);
+        assert.equal(r.status, 0, r.stderr.toString());
+        assert.equal(crypto.createHash('sha256').update(r.stdout).digest('hex'), yesSha(KUBE_BLOB));
+        // crictl 1.32 exits 1 and names the command's status
+        r = run('echo out; exit 3');
+        assert.equal(r.status, 1, r.stderr.toString());
+        assert.match(r.stderr.toString(), /command terminated with exit code 3/);
+        assert.equal(r.stdout.toString(), 'out\n');
+        // no TLS flags: crictl skips verifying the server (cri-tools
+        // tlsConfigFromFlags) and presents no certificate: refused here
+        r = run('echo never', []);
+        assert.notEqual(r.status, 0);
+        assert.equal(r.stdout.toString(), '');
+        console.log(`# crictl ${t}, no TLS flags: ${r.stderr.toString().trim().split('\n').pop()}`);
+      });
+  }
 });
