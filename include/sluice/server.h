@@ -101,6 +101,32 @@ SL_EXPORT void sl_server_config_init(sl_server_config *c);
 SL_EXPORT int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
                             sl_server **out);
 
+/* Makes the listener speak TLS (1.2 at least) instead of plain HTTP; the
+ * URLs then start with https://. Call at most once, before
+ * sl_server_start(), on the thread that owns the loop.
+ *
+ * cert_file: PEM certificate, optionally followed by its chain; key_file:
+ * its PEM private key (unencrypted); client_ca_file: NULL or "" = no client
+ * certificate is asked for; else PEM CA certificates, and a client must
+ * present a certificate signed by one of them or the handshake fails. The
+ * files are read during the call (not kept open, not re-read: a new
+ * certificate takes a new server); the paths are not kept.
+ *
+ * Returns SL_OK; SL_ERR_NOMEM; or SL_ERR_INVAL with *errmsg set to static
+ * text starting with the parameter at fault ("cert_file: ", "key_file: ",
+ * "client_ca_file: ") when a file cannot be read or parsed, the key does
+ * not match the certificate or one of cert_file/key_file is missing, or
+ * naming the misuse (called twice or after sl_server_start). On failure
+ * the server is unchanged (still plain HTTP). *errmsg is NULL on success.
+ *
+ * TLS is terminated in this process (the kernel has no kTLS to hand the
+ * session state to another): a connection passed to the hand-off function
+ * is then one end of a socketpair carrying plaintext, which this server
+ * feeds from the TLS connection as long as it lives; sl_server_close()
+ * ends those sessions too. */
+SL_EXPORT int sl_server_set_tls(sl_server *s, const char *cert_file, const char *key_file,
+                                const char *client_ca_file, const char **errmsg);
+
 /* Binds and listens. Returns SL_OK or SL_ERR_SYS (errno set). */
 SL_EXPORT int sl_server_start(sl_server *s);
 

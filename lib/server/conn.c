@@ -245,7 +245,7 @@ static void head_timeout_cb(uv_timer_t *t)
 /* A peer that vanishes without FIN or RST (cable, NAT, a dead host) is
  * found by probing; without this its session and process stay until the
  * idle timeout (hours). The kernel counts in seconds: ms are rounded up. */
-static void set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg)
+void sl_conn_set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg)
 {
     uv_os_fd_t fd;
     if (!cfg->keepalive_idle_ms || uv_fileno((uv_handle_t *)tcp, &fd) < 0)
@@ -317,7 +317,27 @@ void sl_conn_accept(sl_server *srv, uv_stream_t *listener)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    set_keepalive(&c->tcp, &srv->cfg);
+    sl_conn_set_keepalive(&c->tcp, &srv->cfg);
+    if (refuse_if_full(c))
+        return;
+    uv_timer_start(&c->timer, head_timeout_cb, c->cfg.head_timeout_ms, 0);
+    start_reading(c);
+}
+
+/* The plain end of a TLS connection's socketpair (server/tls.c): the
+ * handshake was the listener's, the request head is read here. */
+void sl_conn_accept_fd(sl_server *srv, int fd)
+{
+    sl_conn *c = conn_new(srv, &srv->cfg);
+    if (!c) {
+        close(fd);
+        return;
+    }
+    if (uv_tcp_open(&c->tcp, fd) < 0) {
+        close(fd);
+        sl_conn_close(c);
+        return;
+    }
     if (refuse_if_full(c))
         return;
     uv_timer_start(&c->timer, head_timeout_cb, c->cfg.head_timeout_ms, 0);

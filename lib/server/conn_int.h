@@ -59,6 +59,8 @@ struct sl_conn {
     const char *end_reason; /* set by the first cause seen */
 };
 
+/* Sets TCP keepalive (and the user timeout) on an accepted socket. */
+void sl_conn_set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg);
 /* Closes the socket and frees c once its handles are closed. */
 void sl_conn_close(sl_conn *c);
 /* Reads again after a hand-off came back (SL_HANDOFF_LOCAL). */

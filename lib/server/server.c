@@ -115,8 +115,11 @@ static void listen_cb(uv_stream_t *l, int status)
     sl_server *s = l->data;
     if (status < 0 || s->closing)
         return;
-    if (s->nconns >= s->cfg.max_connections)
+    /* Handshakes in progress count; a finished one is a connection. */
+    if (s->nconns + s->ntls_handshaking >= s->cfg.max_connections)
         refuse(s, l);
+    else if (s->tls_ctx)
+        sl_tls_accept(s, l);
     else
         sl_conn_accept(s, l);
 }
@@ -142,6 +145,7 @@ static int bind_listener(sl_server *s)
 
 int sl_server_start(sl_server *s)
 {
+    s->started = true;
     int rc = bind_listener(s);
     if (rc < 0)
         return rc;
@@ -150,7 +154,7 @@ int sl_server_start(sl_server *s)
         snprintf(hostport, sizeof(hostport), "%s", s->advertise_host);
     else if (sl_url_format_hostport(hostport, sizeof(hostport), s->address, s->cfg.port) < 0)
         return SL_ERR_INVAL;
-    rc = sl_url_base_init(&s->url, "http", hostport, s->base_path);
+    rc = sl_url_base_init(&s->url, s->tls_ctx ? "https" : "http", hostport, s->base_path);
     if (rc < 0)
         return rc;
     size_t n = strlen(s->url.origin) + strlen(s->url.prefix) + 1;
@@ -294,8 +298,14 @@ int sl_server_get_portforward(sl_server *s, const sl_portforward_request *req, c
 
 static void maybe_closed(sl_server *s)
 {
-    if (s->closing && s->open_handles == 0 && s->nconns == 0 && s->close_cb)
+    if (s->closing && s->open_handles == 0 && s->nconns == 0 && s->ntls == 0 && s->close_cb)
         s->close_cb(s, s->close_arg);
+}
+
+void sl_server_tls_gone(sl_server *s)
+{
+    s->ntls--;
+    maybe_closed(s);
 }
 
 void sl_server_conn_gone(sl_server *s, sl_conn *c, bool was_session)
@@ -321,6 +331,7 @@ void sl_server_close(sl_server *s, void (*cb)(sl_server *s, void *arg), void *ar
     s->close_arg = arg;
     if (s->listening && !uv_is_closing((uv_handle_t *)&s->listener))
         uv_close((uv_handle_t *)&s->listener, listener_closed_cb);
+    sl_tls_close_all(s);
     sl_conn_close_all(s);
     maybe_closed(s);
 }
@@ -329,6 +340,7 @@ void sl_server_free(sl_server *s)
 {
     if (!s)
         return;
+    sl_tls_ctx_free(s->tls_ctx);
     sl_token_cache_free(s->tokens);
     sl_url_base_fini(&s->url);
     free(s->base_url);

@@ -7,6 +7,7 @@
 #include "http/http_head.h"
 #include "server/conn.h"
 #include "server/stream_req.h"
+#include "server/tls.h"
 #include "server/token_cache.h"
 #include "server/url.h"
 #include "sluice/server.h"
@@ -33,6 +34,11 @@ struct sl_server {
     void *handoff_arg;
     sl_server_session_fn session_fn; /* NULL: nobody observes sessions */
     void *session_arg;
+    bool started;
+    void *tls_ctx;          /* SSL_CTX; NULL: plain HTTP */
+    sl_tls_conn *tls_conns; /* doubly linked list of live TLS connections */
+    size_t ntls;            /* TLS connections whose handles are not all closed */
+    size_t ntls_handshaking;
 };
 
 /* Dispatches a complete request head: route, token (or the request an

@@ -51,6 +51,8 @@ typedef struct sk_config {
     const char *key_path;  /* its key (PEM) */
     bool tls_given;        /* the operator's files, not the front's own pair */
     const char *node_name;
+    /* TLS towards the runtime's https streaming URLs */
+    const char *rt_ca_file, *rt_cert_file, *rt_key_file;
 } sk_config;
 
 typedef struct sk_server sk_server;
@@ -64,7 +66,8 @@ struct sk_server {
     uv_tcp_t listener;
     uv_signal_t sigint, sigterm;
     sk_config cfg;
-    void *ssl_ctx; /* SSL_CTX *, NULL when plain */
+    void *ssl_ctx;    /* SSL_CTX *, NULL when plain */
+    void *rt_ssl_ctx; /* SSL_CTX * for the runtime's https streaming URLs */
     char runtime_name[64];
     int bound_port;
     sk_conn *conns;

@@ -34,6 +34,10 @@ static void usage(FILE *f)
             "  --cert PATH                that certificate elsewhere (key: PATH's .key twin)\n"
             "  --tls-cert-file PATH       serve HTTPS with this certificate (chain) instead\n"
             "  --tls-private-key-file PATH  and this key\n"
+            "  --runtime-tls-ca-file PATH   trust these CAs for the runtime's https streaming\n"
+            "                             URLs (default: the system's CAs)\n"
+            "  --runtime-tls-cert-file PATH present this client certificate to the runtime's\n"
+            "  --runtime-tls-key-file PATH  streaming server, with this key\n"
             "  --node-name NAME           spec.nodeName of the pods (default: host name)\n"
             "  --print-kubeconfig         print a kubeconfig for a front started with the same\n"
             "                             flags, and exit\n"
@@ -99,6 +103,15 @@ static int take_opt(int ch, const char *arg, opts *o)
         break;
     case 'n':
         o->cfg.node_name = arg;
+        break;
+    case 'A':
+        o->cfg.rt_ca_file = arg;
+        break;
+    case 'E':
+        o->cfg.rt_cert_file = arg;
+        break;
+    case 'Y':
+        o->cfg.rt_key_file = arg;
         break;
     case 'k':
         o->print_kubeconfig = true;
@@ -211,6 +224,9 @@ static int parse_opts(int argc, char **argv, opts *o)
                                        {"tls-cert-file", required_argument, 0, 'C'},
                                        {"tls-private-key-file", required_argument, 0, 'K'},
                                        {"node-name", required_argument, 0, 'n'},
+                                       {"runtime-tls-ca-file", required_argument, 0, 'A'},
+                                       {"runtime-tls-cert-file", required_argument, 0, 'E'},
+                                       {"runtime-tls-key-file", required_argument, 0, 'Y'},
                                        {"print-kubeconfig", no_argument, 0, 'k'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
@@ -223,6 +239,11 @@ static int parse_opts(int argc, char **argv, opts *o)
             return -1;
     if (optind < argc) {
         fprintf(stderr, "sluice-kube: unexpected argument %s\n", argv[optind]);
+        return -1;
+    }
+    if (!o->cfg.rt_cert_file != !o->cfg.rt_key_file) {
+        fprintf(stderr, "sluice-kube: --runtime-tls-cert-file and --runtime-tls-key-file go "
+                        "together\n");
         return -1;
     }
     if (resolve_token(o) < 0 || resolve_cert(o) < 0)
@@ -405,9 +426,22 @@ static void report_listener(sk_server *srv)
     fflush(stderr);
 }
 
+/* The client context for https streaming URLs, made at start so that a
+ * bad flag is seen at once rather than at the first exec. */
+static int runtime_tls_setup(sk_server *srv)
+{
+    char err[512];
+    const sk_config *c = &srv->cfg;
+    srv->rt_ssl_ctx =
+        sk_tls_client_ctx_new(c->rt_ca_file, c->rt_cert_file, c->rt_key_file, err, sizeof err);
+    if (!srv->rt_ssl_ctx)
+        fprintf(stderr, "sluice-kube: %s\n", err);
+    return srv->rt_ssl_ctx ? 0 : -1;
+}
+
 static int serve(sk_server *srv)
 {
-    if (srv->cfg.tls && tls_setup(srv) < 0)
+    if ((srv->cfg.tls && tls_setup(srv) < 0) || runtime_tls_setup(srv) < 0)
         return 1;
     runtime_name(srv);
     if (listen_on(srv) < 0)
@@ -443,6 +477,7 @@ int main(int argc, char **argv)
     int rc = serve(&srv);
     sk_cri_pool_free(&srv);
     sk_tls_ctx_free(srv.ssl_ctx);
+    sk_tls_ctx_free(srv.rt_ssl_ctx);
     uv_loop_close(srv.loop);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include "http/http_response.h"
 #include "kube.h"
 #include "sluice/error.h"
+#include "tls.h"
 
 #define WRITE_IOV_MAX 64
 #define MAX_URL_HOST 256
@@ -20,8 +21,11 @@ struct sk_up {
     uv_connect_t creq;
     uv_write_t wreq;
     uv_shutdown_t sreq;
-    sk_conn *c; /* NULL once the client side is gone */
-    sl_bufq out;
+    sk_conn *c;   /* NULL once the client side is gone */
+    sl_bufq out;  /* plain bytes for the runtime */
+    sl_bufq wire; /* with TLS: the records carrying them */
+    sk_tls *tls;  /* NULL: plain http:// URL */
+    bool close_notify_sent;
     size_t writing;
     sl_http_resp_parser resp;
     sl_bufq raw; /* the runtime's bytes until its head is complete */
@@ -36,6 +40,8 @@ static void up_closed_cb(uv_handle_t *h)
 {
     sk_up *u = h->data;
     sl_bufq_fini(&u->out);
+    sl_bufq_fini(&u->wire);
+    sk_tls_free(u->tls);
     sl_bufq_fini(&u->raw);
     sl_http_resp_fini(&u->resp);
     free(u->rbuf);
@@ -76,6 +82,40 @@ static void up_gone(sk_up *u)
 
 /* ---- writing to the runtime ---- */
 
+/* What goes on the socket: out itself, or with TLS the records that
+ * carry it. */
+static sl_bufq *up_wire(sk_up *u)
+{
+    return u->tls ? &u->wire : &u->out;
+}
+
+static size_t up_queued(const sk_up *u)
+{
+    return sl_bufq_len(&u->out) + sl_bufq_len(&u->wire);
+}
+
+/* TLS: encrypts what out holds into wire (held inside sk_tls until the
+ * handshake is done); close_notify once the client finished. */
+static int up_encrypt(sk_up *u)
+{
+    struct iovec iov[WRITE_IOV_MAX];
+    while (sl_bufq_len(&u->out) > 0) {
+        int n = sl_bufq_peek(&u->out, iov, WRITE_IOV_MAX);
+        size_t total = 0;
+        for (int i = 0; i < n; i++) {
+            if (sk_tls_send(u->tls, iov[i].iov_base, iov[i].iov_len, &u->wire) < 0)
+                return -1;
+            total += iov[i].iov_len;
+        }
+        sl_bufq_consume(&u->out, total);
+    }
+    if (u->finishing && !u->close_notify_sent && sk_tls_handshaken(u->tls)) {
+        u->close_notify_sent = true;
+        sk_tls_shutdown(u->tls, &u->wire);
+    }
+    return 0;
+}
+
 static void up_shutdown_cb(uv_shutdown_t *req, int status)
 {
     (void)req;
@@ -93,10 +133,10 @@ static void up_write_cb(uv_write_t *req, int status)
         up_gone(u);
         return;
     }
-    bool was_congested = sl_bufq_len(&u->out) > SK_OUT_HIGH_WATER;
-    sl_bufq_consume(&u->out, n);
+    bool was_congested = up_queued(u) > SK_OUT_HIGH_WATER;
+    sl_bufq_consume(up_wire(u), n);
     up_flush(u);
-    if (was_congested && sl_bufq_len(&u->out) <= SK_OUT_HIGH_WATER && u->c)
+    if (was_congested && up_queued(u) <= SK_OUT_HIGH_WATER && u->c)
         sk_conn_pause(u->c, false);
 }
 
@@ -104,8 +144,13 @@ static void up_flush(sk_up *u)
 {
     if (u->closing || u->writing || !u->connected)
         return;
-    if (sl_bufq_len(&u->out) == 0) {
-        if (u->finishing && !u->shutting) {
+    if (u->tls && up_encrypt(u) < 0) {
+        up_gone(u);
+        return;
+    }
+    sl_bufq *q = up_wire(u);
+    if (sl_bufq_len(q) == 0) {
+        if (u->finishing && !u->shutting && (!u->tls || u->close_notify_sent)) {
             u->shutting = true;
             u->sreq.data = u;
             if (uv_shutdown(&u->sreq, (uv_stream_t *)&u->tcp, up_shutdown_cb) < 0)
@@ -115,7 +160,7 @@ static void up_flush(sk_up *u)
     }
     uv_buf_t bufs[WRITE_IOV_MAX];
     struct iovec iov[WRITE_IOV_MAX];
-    int n = sl_bufq_peek(&u->out, iov, WRITE_IOV_MAX);
+    int n = sl_bufq_peek(q, iov, WRITE_IOV_MAX);
     size_t total = 0;
     for (int i = 0; i < n; i++) {
         bufs[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
@@ -254,6 +299,49 @@ static void up_eof(sk_up *u, ssize_t n)
     fail(u, 500, msg);
 }
 
+/* Plain bytes from the runtime: its answer, then the session. */
+static void up_plain(void *arg, const uint8_t *data, size_t len)
+{
+    sk_up *u = arg;
+    if (u->closing)
+        return;
+    if (!u->upgraded) {
+        feed_resp(u, data, len);
+        return;
+    }
+    if (!u->c) {
+        up_close(u);
+        return;
+    }
+    sk_conn_send(u->c, data, len);
+    if (u->c && sk_conn_congested(u->c) && u->reading) {
+        uv_read_stop((uv_stream_t *)&u->tcp);
+        u->reading = false;
+    }
+}
+
+/* TLS: a failed handshake is named before the upgrade; afterwards a
+ * failure or the runtime's close_notify ends the session as an EOF. */
+static void up_tls_recv(sk_up *u, const uint8_t *data, size_t len)
+{
+    if (sk_tls_recv(u->tls, data, len, &u->wire, up_plain, u) == 0) {
+        up_flush(u);
+        return;
+    }
+    if (u->closing)
+        return;
+    if (!sk_tls_handshaken(u->tls)) {
+        const char *why = sk_tls_verify_error(u->tls);
+        char msg[320];
+        snprintf(msg, sizeof msg,
+                 "error dialing backend: TLS handshake with the runtime failed%s%s",
+                 why ? ": " : "", why ? why : "");
+        fail(u, 500, msg);
+        return;
+    }
+    up_eof(u, UV_EOF);
+}
+
 static void up_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     sk_up *u = s->data;
@@ -266,19 +354,10 @@ static void up_read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     }
     if (n == 0)
         return;
-    if (!u->upgraded) {
-        feed_resp(u, (const uint8_t *)u->rbuf, (size_t)n);
-        return;
-    }
-    if (!u->c) {
-        up_close(u);
-        return;
-    }
-    sk_conn_send(u->c, u->rbuf, (size_t)n);
-    if (u->c && sk_conn_congested(u->c) && u->reading) {
-        uv_read_stop((uv_stream_t *)&u->tcp);
-        u->reading = false;
-    }
+    if (u->tls)
+        up_tls_recv(u, (const uint8_t *)u->rbuf, (size_t)n);
+    else
+        up_plain(u, (const uint8_t *)u->rbuf, (size_t)n);
 }
 
 static void connect_cb(uv_connect_t *req, int status)
@@ -296,7 +375,10 @@ static void connect_cb(uv_connect_t *req, int status)
     uv_tcp_nodelay(&u->tcp, 1);
     if (uv_read_start((uv_stream_t *)&u->tcp, up_alloc_cb, up_read_cb) == 0)
         u->reading = true;
-    up_flush(u);
+    if (u->tls)
+        up_tls_recv(u, NULL, 0); /* the ClientHello */
+    else
+        up_flush(u);
 }
 
 /* ---- calls from the client side ---- */
@@ -311,7 +393,7 @@ void sk_proxy_client_data(sk_conn *c, const uint8_t *data, size_t len)
         return;
     }
     up_flush(u);
-    if (sl_bufq_len(&u->out) > SK_OUT_HIGH_WATER)
+    if (up_queued(u) > SK_OUT_HIGH_WATER)
         sk_conn_pause(c, true);
 }
 
@@ -345,25 +427,28 @@ void sk_proxy_conn_closed(sk_conn *c)
 /* ---- start ---- */
 
 typedef struct target {
-    char host[MAX_URL_HOST];
+    char host[MAX_URL_HOST]; /* to connect to */
+    char name[MAX_URL_HOST]; /* as in the URL: what the certificate must name */
+    bool tls;
     int port;
     const char *path; /* into the url: path and query */
 } target;
 
 static int parse_url(const char *url, target *t, char *msg, size_t len)
 {
-    if (strncmp(url, "http://", 7) != 0) {
+    t->tls = strncmp(url, "https://", 8) == 0;
+    if (!t->tls && strncmp(url, "http://", 7) != 0) {
         snprintf(msg, len, "unsupported streaming URL from the runtime: %s", url);
         return -1;
     }
-    const char *h = url + 7, *slash = strchr(h, '/');
+    const char *h = url + (t->tls ? 8 : 7), *slash = strchr(h, '/');
     t->path = slash ? slash : "/";
     size_t hl = slash ? (size_t)(slash - h) : strlen(h);
     const char *colon = NULL;
     for (const char *p = h; p < h + hl; p++)
         if (*p == ':')
             colon = p; /* the last one: [v6]:port */
-    t->port = colon ? atoi(colon + 1) : 80;
+    t->port = colon ? atoi(colon + 1) : t->tls ? 443 : 80;
     size_t nl = colon ? (size_t)(colon - h) : hl;
     if (nl >= 2 && h[0] == '[' && h[nl - 1] == ']') {
         h++;
@@ -375,6 +460,7 @@ static int parse_url(const char *url, target *t, char *msg, size_t len)
     }
     memcpy(t->host, h, nl);
     t->host[nl] = '\0';
+    memcpy(t->name, t->host, nl + 1);
     if (!strcmp(t->host, "localhost"))
         snprintf(t->host, sizeof t->host, "127.0.0.1");
     return 0;
@@ -432,6 +518,7 @@ void sk_proxy_start(sk_conn *c, const sl_http_request *req, const char *url)
         return;
     }
     sl_bufq_init(&u->out);
+    sl_bufq_init(&u->wire);
     sl_bufq_init(&u->raw);
     sl_http_resp_init(&u->resp, NULL);
     uv_tcp_init(c->srv->loop, &u->tcp);
@@ -440,6 +527,10 @@ void sk_proxy_start(sk_conn *c, const sl_http_request *req, const char *url)
     c->up = u;
     if (build_request(u, c, req, &t) < 0) {
         fail(u, 500, "out of memory");
+        return;
+    }
+    if (t.tls && !(u->tls = sk_tls_client_new(c->srv->rt_ssl_ctx, t.name))) {
+        fail(u, 500, "cannot start TLS towards the runtime's streaming URL");
         return;
     }
     int rc = uv_tcp_connect(&u->creq, &u->tcp, (struct sockaddr *)&ss, connect_cb);

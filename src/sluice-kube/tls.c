@@ -405,3 +405,34 @@ void sk_tls_shutdown(sk_tls *t, sl_bufq *out)
     drain_wbio(t, out);
     ERR_clear_error();
 }
+
+/* ---- the client side: towards the runtime's https streaming URL ---- */
+
+sk_tls *sk_tls_client_new(void *ctx, const char *host)
+{
+    sk_tls *t = sk_tls_new(ctx);
+    if (!t)
+        return NULL;
+    SSL_set_connect_state(t->ssl);
+    unsigned char ip[16];
+    bool is_ip = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    X509_VERIFY_PARAM *p = SSL_get0_param(t->ssl);
+    int ok = is_ip ? X509_VERIFY_PARAM_set1_ip_asc(p, host)
+                   : SSL_set1_host(t->ssl, host) && SSL_set_tlsext_host_name(t->ssl, host);
+    if (!ok) {
+        sk_tls_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+bool sk_tls_handshaken(const sk_tls *t)
+{
+    return SSL_is_init_finished(t->ssl);
+}
+
+const char *sk_tls_verify_error(const sk_tls *t)
+{
+    long v = SSL_get_verify_result(t->ssl);
+    return v == X509_V_OK ? NULL : X509_verify_cert_error_string(v);
+}

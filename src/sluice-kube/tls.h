@@ -50,4 +50,18 @@ int sk_tls_send(sk_tls *t, const void *data, size_t len, sl_bufq *out);
 /* Appends close_notify. */
 void sk_tls_shutdown(sk_tls *t, sl_bufq *out);
 
+/* The client side, towards the runtime's https streaming URLs: a context
+ * trusting ca_file (NULL: the system's CAs) and presenting cert_file and
+ * key_file (both NULL: no client certificate). NULL with err naming the
+ * flag and the file on failure. */
+void *sk_tls_client_ctx_new(const char *ca_file, const char *cert_file, const char *key_file,
+                            char *err, size_t errlen);
+/* A client session that checks the server's certificate names host (an
+ * IP literal or a DNS name, also sent as SNI). Start it with
+ * sk_tls_recv(t, NULL, 0, out, ...): the ClientHello goes to out. */
+sk_tls *sk_tls_client_new(void *ctx, const char *host);
+bool sk_tls_handshaken(const sk_tls *t);
+/* Why the peer's certificate was not accepted, or NULL. */
+const char *sk_tls_verify_error(const sk_tls *t);
+
 #endif

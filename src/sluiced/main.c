@@ -92,11 +92,51 @@ static void stream_config(const sl_config *c, sl_server_config *s)
     s->tty_size_wait_ms = c->tty_size_wait_ms;
 }
 
+/* A TLS file that cannot be opened is named with the reason. */
+static int check_readable(const char *key, const char *path, sl_error *e)
+{
+    FILE *f = *path ? fopen(path, "r") : NULL;
+    if (*path && !f)
+        return sl_error_set(e, errno, "%s: cannot read \"%s\"", key, path);
+    if (f)
+        fclose(f);
+    return 0;
+}
+
+/* sl_server_set_tls names its parameter at fault; the operator knows the
+ * config keys. */
+static int stream_tls(sluiced *d, sl_error *e)
+{
+    const sl_config *c = &d->cfg;
+    const char *keys[] = {"stream-tls-cert-file", "stream-tls-key-file",
+                          "stream-tls-client-ca-file"};
+    const char *files[] = {c->stream_tls_cert_file, c->stream_tls_key_file,
+                           c->stream_tls_client_ca_file};
+    const char *params[] = {"cert_file: ", "key_file: ", "client_ca_file: "};
+    if (!*files[0])
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (check_readable(keys[i], files[i], e) < 0)
+            return -1;
+    const char *msg;
+    int rc = sl_server_set_tls(d->stream, files[0], files[1], files[2], &msg);
+    if (rc == SL_OK)
+        return 0;
+    for (int i = 0; msg && i < 3; i++) {
+        size_t n = strlen(params[i]);
+        if (strncmp(msg, params[i], n) == 0)
+            return sl_error_set(e, 0, "%s: \"%s\": %s", keys[i], files[i], msg + n);
+    }
+    return sl_error_set(e, 0, "streaming TLS: %s", msg ? msg : sl_strerror(rc));
+}
+
 static int start_stream(sluiced *d, sl_error *e)
 {
     sl_server_config sc;
     stream_config(&d->cfg, &sc);
     int rc = sl_server_new(d->loop, &sc, sluiced_runtime(&d->cri), &d->stream);
+    if (rc == SL_OK && stream_tls(d, e) < 0)
+        return -1;
     if (rc == SL_OK)
         rc = sl_server_start(d->stream);
     if (rc < 0)

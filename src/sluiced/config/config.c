@@ -60,6 +60,12 @@ static const key keys[] = {
      "URL path prefix of streaming URLs"},
     {"stream-advertise", K_OPTTEXT, F(stream_advertise), 0, 0, "HOST:PORT",
      "host:port written into streaming URLs; empty = the listener's"},
+    {"stream-tls-cert-file", K_OPTTEXT, F(stream_tls_cert_file), 0, 0, "FILE",
+     "PEM certificate (and chain) of the streaming listener: TLS (https URLs); empty = plain HTTP"},
+    {"stream-tls-key-file", K_OPTTEXT, F(stream_tls_key_file), 0, 0, "FILE",
+     "PEM private key of stream-tls-cert-file; required with it"},
+    {"stream-tls-client-ca-file", K_OPTTEXT, F(stream_tls_client_ca_file), 0, 0, "FILE",
+     "PEM CAs: streaming clients must present a certificate signed by one; empty = none asked"},
     {"token-ttl-ms", K_U32, F(token_ttl_ms), 1, U32MAX, "MS",
      "a streaming URL must be used within this"},
     {"max-pending-tokens", K_U32, F(max_pending_tokens), 1, U32MAX, "N",
@@ -166,6 +172,9 @@ void sl_config_init(sl_config *c)
     c->stream_port = SL_DEFAULT_PORT;
     c->stream_base_path = "/";
     c->stream_advertise = "";
+    c->stream_tls_cert_file = "";
+    c->stream_tls_key_file = "";
+    c->stream_tls_client_ca_file = "";
     c->token_ttl_ms = SL_DEFAULT_TOKEN_TTL_MS;
     c->max_pending_tokens = SL_DEFAULT_MAX_PENDING_TOKENS;
     c->idle_timeout_ms = SL_DEFAULT_IDLE_TIMEOUT_MS;
@@ -584,8 +593,27 @@ static int check_run_dir(const sl_config *c, sl_error *e)
     return 0;
 }
 
+/* TLS on the streaming port takes a certificate and its key, together. */
+static int check_stream_tls(const sl_config *c, sl_error *e)
+{
+    bool cert = *c->stream_tls_cert_file, has_key = *c->stream_tls_key_file;
+    if (cert && !has_key)
+        return sl_error_set(e, 0, "stream-tls-key-file: required with stream-tls-cert-file \"%s\"",
+                            c->stream_tls_cert_file);
+    if (has_key && !cert)
+        return sl_error_set(e, 0, "stream-tls-cert-file: required with stream-tls-key-file \"%s\"",
+                            c->stream_tls_key_file);
+    if (!cert && *c->stream_tls_client_ca_file)
+        return sl_error_set(e, 0,
+                            "stream-tls-client-ca-file: needs stream-tls-cert-file and "
+                            "stream-tls-key-file (client certificates are asked for over TLS)");
+    return 0;
+}
+
 int sl_config_finish(sl_config *c, sl_error *e)
 {
+    if (check_stream_tls(c, e) < 0)
+        return -1;
     if (derive(c, &c->image_dir, SLUICED_IMAGE_SUBDIR, e) < 0 ||
         derive(c, &c->import_dir, SLUICED_IMPORT_SUBDIR, e) < 0 || check_run_dir(c, e) < 0)
         return -1;

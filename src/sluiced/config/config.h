@@ -66,6 +66,8 @@ typedef struct sl_config {
     uint32_t stream_port;
     const char *stream_base_path;
     const char *stream_advertise; /* "" = the listener's address */
+    /* TLS on the streaming port; "" = plain HTTP (sl_server_set_tls) */
+    const char *stream_tls_cert_file, *stream_tls_key_file, *stream_tls_client_ca_file;
     uint32_t token_ttl_ms;
     uint32_t max_pending_tokens;
     uint64_t idle_timeout_ms;

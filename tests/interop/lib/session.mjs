@@ -195,9 +195,10 @@ export class UpgradeRefused extends Error {
 
 // Connects; `protocols` undefined/null sends no Sec-WebSocket-Protocol.
 // Resolves with an open Session, or rejects with UpgradeRefused for a
-// non-101 answer.
-export function connect(url, { protocols, keep, sink, timeoutMs = DEFAULT_TIMEOUT_MS } = {}) {
-  const ws = protocols ? new WebSocket(url, protocols) : new WebSocket(url);
+// non-101 answer. wsOptions go to the `ws` client (e.g. TLS: ca, cert, key).
+export function connect(url, { protocols, keep, sink, timeoutMs = DEFAULT_TIMEOUT_MS,
+  wsOptions } = {}) {
+  const ws = new WebSocket(url, protocols || [], wsOptions);
   const s = new Session(ws, { keep, sink });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

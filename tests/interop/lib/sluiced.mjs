@@ -37,7 +37,7 @@ const STOP_TIMEOUT_MS = 30000; // the ASan leak check at exit takes a while
 const STOP_LEFTOVER_WAIT_MS = 5000; // monitors and reapers still exiting after a stop
 const CALL_DEADLINE_MS = 30000;
 const RAW_TIMEOUT_MS = 10000;
-const BANNER = /^sluiced: CRI on (\S+) streaming on (http:\/\/127\.0\.0\.1:(\d+)\/)$/m;
+const BANNER = /^sluiced: CRI on (\S+) streaming on (https?:\/\/127\.0\.0\.1:(\d+)\/)$/m;
 export const SANITIZER_MARKS = [
   'ERROR: AddressSanitizer', 'ERROR: LeakSanitizer', 'runtime error:',
   'ERROR: UndefinedBehaviorSanitizer',
@@ -702,7 +702,7 @@ export async function waitLog(file, pred, what, ms = 15000) {
 }
 
 export function wsUrl(url) {
-  return url.replace(/^http:/, 'ws:');
+  return url.replace(/^http:/, 'ws:').replace(/^https:/, 'wss:');
 }
 
 // ---- raw gRPC on the CRI socket ---------------------------------------------
