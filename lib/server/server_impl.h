@@ -8,7 +8,7 @@
 #include "server/conn.h"
 #include "server/stream_req.h"
 #include "server/token_cache.h"
-#include "server/url.h"
+#include "util/url.h"
 #include "sluice/server.h"
 
 struct sl_server {
