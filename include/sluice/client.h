@@ -57,7 +57,10 @@ typedef enum sl_client_err_kind {
     SL_CLIENT_ERR_TIMEOUT = 7,  /* no answer in time (connect, upgrade, pings) */
 } sl_client_err_kind;
 
+/* Handed out by the library (valid during the callback); struct_size is
+ * set by the library (SL_HAS_FIELD, sluice/common.h). */
 typedef struct sl_client_error {
+    size_t struct_size;
     sl_client_err_kind kind;
     int http_status;     /* SL_CLIENT_ERR_UPGRADE: the answer's status, else 0 */
     const char *message; /* one line, valid during the callback */
@@ -71,7 +74,10 @@ typedef struct sl_client_header {
 
 /* ---- exec / attach ----------------------------------------------------- */
 
+/* struct_size first (sluice/common.h): sl_client_exec_opts_init() sets it
+ * and the defaults (no fd, 0 = default limits). */
 typedef struct sl_client_exec_opts {
+    size_t struct_size;     /* sizeof(sl_client_exec_opts) of the caller */
     const char *url;        /* http://host:port/exec/TOKEN or /attach/TOKEN */
     sl_transport transport; /* SL_TRANSPORT_SPDY or SL_TRANSPORT_WEBSOCKET */
     bool tty;               /* the request was made with tty: no stderr stream */
@@ -95,7 +101,10 @@ typedef struct sl_client_exec_opts {
 
 typedef struct sl_client_exec sl_client_exec;
 
+/* struct_size first: `.struct_size = SL_STRUCT_SIZE(sl_client_exec_cb)`;
+ * a callback past it is taken as NULL. */
 typedef struct sl_client_exec_cb {
+    size_t struct_size;
     /* The upgrade succeeded with this subprotocol. May be NULL. */
     void (*on_upgraded)(void *arg, const char *protocol);
     /* The remote command ended with exit_code (0..255); every output byte
@@ -105,6 +114,10 @@ typedef struct sl_client_exec_cb {
     /* The session failed. Exactly one of on_exit / on_error fires. */
     void (*on_error)(void *arg, const sl_client_error *err);
 } sl_client_exec_cb;
+
+/* Sets o->struct_size and every default: no fd (-1), no header, 0 (the
+ * default) for each limit, SPDY. Never fails. */
+SL_EXPORT void sl_client_exec_opts_init(sl_client_exec_opts *o);
 
 /* Starts connecting. o and cb are copied (strings too). Returns SL_OK and
  * *out, SL_ERR_INVAL (bad options: transport, no output fd, header with
@@ -123,7 +136,9 @@ SL_EXPORT void sl_client_exec_free(sl_client_exec *h);
 
 /* ---- port-forward ------------------------------------------------------- */
 
+/* struct_size first: sl_client_pf_opts_init() sets it and the defaults. */
 typedef struct sl_client_pf_opts {
+    size_t struct_size;     /* sizeof(sl_client_pf_opts) of the caller */
     const char *url;        /* http://host:port/portforward/TOKEN */
     sl_transport transport; /* SPDY, WEBSOCKET_TUNNEL or WEBSOCKET_LEGACY */
     const sl_client_header *headers;
@@ -140,7 +155,9 @@ typedef struct sl_client_pf_opts {
 
 typedef struct sl_client_pf sl_client_pf;
 
+/* struct_size first, as sl_client_exec_cb. */
 typedef struct sl_client_pf_cb {
+    size_t struct_size;
     void (*on_upgraded)(void *arg, const char *protocol); /* may be NULL */
     /* Forwarded connection conn_id ended; its local fd is closed. err is
      * NULL after a clean end, else why (the server's error-stream text, or
@@ -150,6 +167,9 @@ typedef struct sl_client_pf_cb {
      * when the server closed normally, else why. No callback follows. */
     void (*on_end)(void *arg, const sl_client_error *err);
 } sl_client_pf_cb;
+
+/* Sets o->struct_size and every default (no header, SPDY, 0 limits). */
+SL_EXPORT void sl_client_pf_opts_init(sl_client_pf_opts *o);
 
 /* Starts connecting. Same contract as sl_client_exec_new. */
 SL_EXPORT int sl_client_pf_new(uv_loop_t *loop, const sl_client_pf_opts *o,

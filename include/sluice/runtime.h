@@ -87,7 +87,14 @@ typedef struct sl_proc_endpoints {
 typedef struct sl_proc sl_proc;
 typedef struct sl_pfconn sl_pfconn;
 
+/* The runtime's callbacks. struct_size first (sluice/common.h):
+ * `.struct_size = SL_STRUCT_SIZE(sl_runtime_ops)`; a callback past the
+ * caller's struct_size is taken as NULL. exec_start, attach_start and
+ * portforward_connect are required (a runtime without attach answers
+ * sl_proc_failed); the others may be NULL. sl_server_new() copies the
+ * table: it need not outlive the call. */
 typedef struct sl_runtime_ops {
+    size_t struct_size; /* sizeof(sl_runtime_ops) of the caller */
     /* Start req; `initial` is the terminal size known so far, or NULL. */
     void (*exec_start)(void *rt, sl_proc *proc, const sl_exec_request *req,
                        const sl_term_size *initial);
@@ -114,9 +121,11 @@ typedef struct sl_runtime_ops {
     void (*attach_stdin_eof)(void *rt, sl_proc *proc);
 } sl_runtime_ops;
 
+/* Frozen (never grows: new callbacks go into sl_runtime_ops). Read once by
+ * sl_server_new(); neither it nor ops need outlive that call. */
 typedef struct sl_runtime {
     const sl_runtime_ops *ops;
-    void *data; /* passed as `rt` to every op */
+    void *data; /* passed as `rt` to every op; owned by the caller */
 } sl_runtime;
 
 /* The process runs; ep's fds now belong to the library. */

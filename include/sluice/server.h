@@ -44,7 +44,18 @@
  * size before it starts (clients send it right after the streams). */
 #define SL_DEFAULT_TTY_SIZE_WAIT_MS 100u
 
+/* Listen backlog of the streaming listener (connections accepted by the
+ * kernel and not yet by the loop). */
+#define SL_LISTEN_BACKLOG 511
+
+/* The server's configuration. struct_size first (the size rule of
+ * sluice/common.h): sl_server_config_init() sets it and every default; a
+ * program then changes the fields it wants. The library reads only the
+ * fields inside struct_size and uses the defaults for the rest, so a
+ * program built against an older header keeps working when fields are
+ * added here. */
 typedef struct sl_server_config {
+    size_t struct_size;             /* sizeof(sl_server_config) of the caller */
     const char *address;            /* listen address, IPv4 or IPv6 literal */
     uint16_t port;                  /* 0 = any free port */
     const char *base_path;          /* URL path prefix, default "/" */
@@ -96,13 +107,42 @@ SL_EXPORT void sl_stream_request_free(sl_stream_request *r);
 /* Fills c with the defaults above. */
 SL_EXPORT void sl_server_config_init(sl_server_config *c);
 
-/* Creates a server on loop; cfg is copied. rt must outlive the server.
- * Returns SL_OK, SL_ERR_NOMEM or SL_ERR_INVAL. */
+/* Creates a server on loop (not started: nothing is bound yet). cfg, rt
+ * and rt->ops are copied (strings too): none need outlive the call;
+ * rt->data is the caller's and must outlive the server. On the loop's
+ * thread; *out is set only on SL_OK.
+ * Returns:
+ *   SL_OK;
+ *   SL_ERR_INVAL: cfg, rt or rt->ops NULL, a struct_size below 0.2.0's,
+ *     no address, max_pending_tokens, max_headers or max_connections 0,
+ *     max_head_size < 64, a required op (exec_start, attach_start,
+ *     portforward_connect) NULL;
+ *   SL_ERR_UNSUPPORTED: cfg or ops from a newer header sets a field this
+ *     library does not know (sluice/common.h);
+ *   SL_ERR_NOMEM. */
 SL_EXPORT int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
                             sl_server **out);
 
-/* Binds and listens. Returns SL_OK or SL_ERR_SYS (errno set). */
+/* Binds and listens on cfg.address and cfg.port, then builds the base URL.
+ * Call once, after sl_server_new(), on the loop's thread.
+ * Returns:
+ *   SL_OK;
+ *   SL_ERR_SYS: bind or listen failed; errno is libuv's code negated
+ *     (EADDRINUSE, EACCES, EADDRNOTAVAIL, ...);
+ *   SL_ERR_INVAL: address is not an IPv4 or IPv6 literal, or advertise_host
+ *     or base_path cannot form a URL;
+ *   SL_ERR_NOMEM;
+ *   SL_ERR_STATE: already started (even if that start failed).
+ * On every error sl_server_errmsg() says why in one line, libuv's text
+ * included ("bind 127.0.0.1 port 10010: address already in use").
+ * After a failed start the server cannot be started again: its listener
+ * may be open, so end it as any other: sl_server_close() (the loop must
+ * run until the callback), then sl_server_free(). */
 SL_EXPORT int sl_server_start(sl_server *s);
+
+/* Why the last sl_server_start() failed; "" after a success or before any
+ * start. Owned by s, valid until the next start or sl_server_free(). */
+SL_EXPORT const char *sl_server_errmsg(const sl_server *s);
 
 /* "http://host:port" + base path, valid while s lives. */
 SL_EXPORT const char *sl_server_base_url(const sl_server *s);
@@ -172,8 +212,10 @@ SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t 
 
 /* ---- session observer: what each session was, for logs and metrics ---- */
 
-/* A session (an upgraded connection). Strings are valid during the call. */
+/* A session (an upgraded connection). Strings are valid during the call.
+ * Handed out by the library: struct_size is set by it (SL_HAS_FIELD). */
 typedef struct sl_session_info {
+    size_t struct_size;
     sl_stream_kind kind;
     const char *transport; /* "spdy", "websocket", "websocket-tunnel" (SPDY port-forward
                               inside WebSocket) */

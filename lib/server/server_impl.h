@@ -8,6 +8,7 @@
 #include "server/conn.h"
 #include "server/stream_req.h"
 #include "server/token_cache.h"
+#include "util/abi.h"
 #include "util/url.h"
 #include "sluice/server.h"
 
@@ -15,7 +16,10 @@ struct sl_server {
     uv_loop_t *loop;
     sl_server_config cfg; /* strings below are owned copies */
     char *address, *base_path, *advertise_host;
-    const sl_runtime *rt;
+    sl_runtime_ops ops;   /* the caller's vtable at this library's size */
+    sl_runtime runtime;   /* .ops = &ops, .data = the caller's */
+    const sl_runtime *rt; /* = &runtime */
+    char errmsg[256];     /* why the last sl_server_start failed; "" none */
     uv_tcp_t listener;
     bool listening;
     sl_token_cache *tokens;
