@@ -302,6 +302,10 @@ static int park(sl_server *s, sl_stream_req *req, const char *method, char **url
 {
     if (!req)
         return SL_ERR_NOMEM;
+    if (!s->base_url || s->closing) { /* no URL to hand out, or nobody to serve it */
+        sl_stream_req_free(req);
+        return SL_ERR_STATE;
+    }
     char token[SL_TOKEN_LEN + 1];
     int rc = sl_token_cache_insert(s->tokens, req->kind, req, uv_now(s->loop), token);
     if (rc < 0) {
