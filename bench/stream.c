@@ -104,13 +104,17 @@ int bn_exec_start(bn_exec *x, const char *url, sl_transport tr, int in, int out,
     x->on_done = cb_done;
     x->arg = cb_arg;
     x->t_new = bn_now();
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = tr,
                              .stdin_fd = in,
                              .stdout_fd = out,
                              .stderr_fd = err,
                              .spdy_window = spdy_window};
-    sl_client_exec_cb cb = {.on_upgraded = x_upgraded, .on_exit = x_exit, .on_error = x_error};
+    sl_client_exec_cb cb = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_cb),
+                            .on_upgraded = x_upgraded,
+                            .on_exit = x_exit,
+                            .on_error = x_error};
     int rc = sl_client_exec_new(bn_loop(), &o, &cb, x, &x->h);
     if (rc != SL_OK) {
         snprintf(x->err, sizeof(x->err), "sl_client_exec_new: %d", rc);
@@ -160,8 +164,14 @@ static void p_end(void *arg, const sl_client_error *e)
 int bn_pf_start(bn_pf *p, const char *url, sl_transport tr)
 {
     memset(p, 0, sizeof(*p));
-    sl_client_pf_opts o = {.url = url, .transport = tr, .spdy_window = spdy_window};
-    sl_client_pf_cb cb = {.on_upgraded = p_upgraded, .on_conn_end = p_conn_end, .on_end = p_end};
+    sl_client_pf_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_pf_opts),
+                           .url = url,
+                           .transport = tr,
+                           .spdy_window = spdy_window};
+    sl_client_pf_cb cb = {.struct_size = SL_STRUCT_SIZE(sl_client_pf_cb),
+                          .on_upgraded = p_upgraded,
+                          .on_conn_end = p_conn_end,
+                          .on_end = p_end};
     int rc = sl_client_pf_new(bn_loop(), &o, &cb, p, &p->h);
     if (rc != SL_OK) {
         snprintf(p->err, sizeof(p->err), "sl_client_pf_new: %d", rc);

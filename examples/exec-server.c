@@ -254,6 +254,7 @@ static void rt_pf_cancel(void *rt, sl_pfconn *conn)
 }
 
 static const sl_runtime_ops ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = rt_exec_start,
     .attach_start = rt_attach_start,
     .cancel = rt_cancel,
@@ -371,11 +372,16 @@ int main(int argc, char **argv)
     if (argc > 2)
         cfg.port = (uint16_t)atoi(argv[2]);
     int rc = sl_server_new(a.loop, &cfg, &runtime, &a.server);
-    if (rc == SL_OK)
-        rc = sl_server_start(a.server);
     if (rc != SL_OK) {
-        fprintf(stderr, "exec-server: %s%s%s\n", sl_strerror(rc), rc == SL_ERR_SYS ? ": " : "",
-                rc == SL_ERR_SYS ? strerror(errno) : "");
+        fprintf(stderr, "exec-server: %s\n", sl_strerror(rc));
+        return 1;
+    }
+    if ((rc = sl_server_start(a.server)) != SL_OK) {
+        /* e.g. "bind 127.0.0.1 port 80: permission denied" */
+        fprintf(stderr, "exec-server: %s\n", sl_server_errmsg(a.server));
+        sl_server_close(a.server, NULL, NULL);
+        uv_run(a.loop, UV_RUN_DEFAULT); /* until the listener is closed */
+        sl_server_free(a.server);
         return 1;
     }
     printf("exec-server %s (libsluice %s) on %s\n", SLUICE_VERSION, sl_version(),

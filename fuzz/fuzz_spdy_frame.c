@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 #include "spdy/spdy_session.h"
 

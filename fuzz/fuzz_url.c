@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/url.h"
+#include "util/url.h"
 #include "sluice/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "ws/ws_channel.h"
 #include "ws/ws_conn.h"
 

@@ -12,7 +12,14 @@
  * ignore SIGPIPE (sockets are written with MSG_NOSIGNAL). Local fds are
  * switched to non-blocking mode while in use and restored when the handle
  * is freed; regular files and /dev/null are read and written directly.
- * Only http:// (and ws://) URLs: no TLS. */
+ * Only http:// (and ws://) URLs: no TLS.
+ *
+ * Threading: a handle belongs to the thread running its loop; every call
+ * taking a handle must be made there (from a callback or not). Only
+ * sl_client_err_kind_str and the _opts_init functions are safe on any
+ * thread. Order: _opts_init, adjust, _new, then the loop runs the session;
+ * _free ends it at any time (also from inside a callback), and is the
+ * only way to release a handle: call it once per successful _new. */
 #ifndef SLUICE_CLIENT_H
 #define SLUICE_CLIENT_H
 
@@ -57,7 +64,10 @@ typedef enum sl_client_err_kind {
     SL_CLIENT_ERR_TIMEOUT = 7,  /* no answer in time (connect, upgrade, pings) */
 } sl_client_err_kind;
 
+/* Handed out by the library (valid during the callback); struct_size is
+ * set by the library (SL_HAS_FIELD, sluice/common.h). */
 typedef struct sl_client_error {
+    size_t struct_size;
     sl_client_err_kind kind;
     int http_status;     /* SL_CLIENT_ERR_UPGRADE: the answer's status, else 0 */
     const char *message; /* one line, valid during the callback */
@@ -71,7 +81,10 @@ typedef struct sl_client_header {
 
 /* ---- exec / attach ----------------------------------------------------- */
 
+/* struct_size first (sluice/common.h): sl_client_exec_opts_init() sets it
+ * and the defaults (no fd, 0 = default limits). */
 typedef struct sl_client_exec_opts {
+    size_t struct_size;     /* sizeof(sl_client_exec_opts) of the caller */
     const char *url;        /* http://host:port/exec/TOKEN or /attach/TOKEN */
     sl_transport transport; /* SL_TRANSPORT_SPDY or SL_TRANSPORT_WEBSOCKET */
     bool tty;               /* the request was made with tty: no stderr stream */
@@ -95,7 +108,10 @@ typedef struct sl_client_exec_opts {
 
 typedef struct sl_client_exec sl_client_exec;
 
+/* struct_size first: `.struct_size = SL_STRUCT_SIZE(sl_client_exec_cb)`;
+ * a callback past it is taken as NULL. */
 typedef struct sl_client_exec_cb {
+    size_t struct_size;
     /* The upgrade succeeded with this subprotocol. May be NULL. */
     void (*on_upgraded)(void *arg, const char *protocol);
     /* The remote command ended with exit_code (0..255); every output byte
@@ -106,24 +122,43 @@ typedef struct sl_client_exec_cb {
     void (*on_error)(void *arg, const sl_client_error *err);
 } sl_client_exec_cb;
 
-/* Starts connecting. o and cb are copied (strings too). Returns SL_OK and
- * *out, SL_ERR_INVAL (bad options: transport, no output fd, header with
- * CR/LF, too many headers), SL_ERR_NOMEM. A bad URL is reported later
- * through on_error (SL_CLIENT_ERR_CONNECT). */
+/* Sets o->struct_size and every default: no fd (-1), no header, 0 (the
+ * default) for each limit, SPDY. Never fails. */
+SL_EXPORT void sl_client_exec_opts_init(sl_client_exec_opts *o);
+
+/* Starts connecting (nothing happens before the loop runs; no callback
+ * fires from inside this call). o, its strings and headers, and cb are
+ * copied: none need outlive the call. The fds stay the caller's (never
+ * closed by the library) and must stay open until the handle is freed.
+ * arg is the caller's, passed to every callback.
+ * Returns:
+ *   SL_OK: *out is the handle;
+ *   SL_ERR_INVAL: o or cb NULL or with a struct_size below 0.2.0's, a bad
+ *     transport, no fd at all, stderr_fd with tty, a header with CR or
+ *     LF, more than SL_CLIENT_MAX_HEADERS headers;
+ *   SL_ERR_UNSUPPORTED: o or cb from a newer header sets a field this
+ *     library does not know;
+ *   SL_ERR_NOMEM.
+ * On an error *out is untouched and nothing needs freeing. A bad URL,
+ * refused connection or failed upgrade is reported later through
+ * on_error (SL_CLIENT_ERR_CONNECT, _UPGRADE). */
 SL_EXPORT int sl_client_exec_new(uv_loop_t *loop, const sl_client_exec_opts *o,
                                  const sl_client_exec_cb *cb, void *arg, sl_client_exec **out);
 /* Sends a terminal size (tty sessions of v3+; queued until upgraded).
  * Returns SL_OK, SL_ERR_STATE (no tty, or a protocol without resize),
  * SL_ERR_CLOSED (the session ended), SL_ERR_NOMEM. */
 SL_EXPORT int sl_client_exec_resize(sl_client_exec *h, uint16_t width, uint16_t height);
-/* Stops everything (no callback follows) and frees the handle once its
- * libuv handles are closed (the loop must run). Safe from any callback of
- * this handle. */
+/* Stops everything (no callback follows, the connection is cut) and frees
+ * the handle once its libuv handles are closed (the loop must run; h must
+ * not be used after this call). Safe from any callback of this handle;
+ * NULL is not accepted. */
 SL_EXPORT void sl_client_exec_free(sl_client_exec *h);
 
 /* ---- port-forward ------------------------------------------------------- */
 
+/* struct_size first: sl_client_pf_opts_init() sets it and the defaults. */
 typedef struct sl_client_pf_opts {
+    size_t struct_size;     /* sizeof(sl_client_pf_opts) of the caller */
     const char *url;        /* http://host:port/portforward/TOKEN */
     sl_transport transport; /* SPDY, WEBSOCKET_TUNNEL or WEBSOCKET_LEGACY */
     const sl_client_header *headers;
@@ -140,7 +175,9 @@ typedef struct sl_client_pf_opts {
 
 typedef struct sl_client_pf sl_client_pf;
 
+/* struct_size first, as sl_client_exec_cb. */
 typedef struct sl_client_pf_cb {
+    size_t struct_size;
     void (*on_upgraded)(void *arg, const char *protocol); /* may be NULL */
     /* Forwarded connection conn_id ended; its local fd is closed. err is
      * NULL after a clean end, else why (the server's error-stream text, or
@@ -151,7 +188,12 @@ typedef struct sl_client_pf_cb {
     void (*on_end)(void *arg, const sl_client_error *err);
 } sl_client_pf_cb;
 
-/* Starts connecting. Same contract as sl_client_exec_new. */
+/* Sets o->struct_size and every default (no header, SPDY, 0 limits). */
+SL_EXPORT void sl_client_pf_opts_init(sl_client_pf_opts *o);
+
+/* Starts connecting. Same contract as sl_client_exec_new (SL_ERR_INVAL:
+ * a transport other than SPDY, WEBSOCKET_TUNNEL or WEBSOCKET_LEGACY, or
+ * a bad header). */
 SL_EXPORT int sl_client_pf_new(uv_loop_t *loop, const sl_client_pf_opts *o,
                                const sl_client_pf_cb *cb, void *arg, sl_client_pf **out);
 /* Forwards local_fd (a connected stream socket or pipe; ownership passes
@@ -165,16 +207,19 @@ SL_EXPORT int sl_client_pf_new(uv_loop_t *loop, const sl_client_pf_opts *o,
  * (legacy: port already used), SL_ERR_NOMEM. */
 SL_EXPORT int sl_client_pf_forward(sl_client_pf *h, uint16_t remote_port, int local_fd,
                                    uint64_t *conn_id);
-/* Number of forwarded connections not yet ended. */
+/* Number of forwarded connections not yet ended. Cannot fail. */
 SL_EXPORT size_t sl_client_pf_active(const sl_client_pf *h);
-/* Ends the session gracefully: open connections are cut (reset), the
- * server is told (GOAWAY / close 1000), then on_end(NULL). */
+/* Ends the session gracefully: open connections are cut (reset; their
+ * on_conn_end fires), the server is told (GOAWAY / close 1000), then
+ * on_end(NULL), later from the loop. A second call, or one after on_end,
+ * does nothing. The handle still needs sl_client_pf_free(). */
 SL_EXPORT void sl_client_pf_close(sl_client_pf *h);
 /* Stops everything at once (no callback follows) and frees the handle
  * once its libuv handles are closed. Safe from any callback. */
 SL_EXPORT void sl_client_pf_free(sl_client_pf *h);
 
-/* Text for an error kind ("upgrade refused", ...). Never NULL. */
+/* Text for an error kind ("upgrade refused", ...): static, never NULL
+ * (an unknown kind has a text too). Any thread. */
 SL_EXPORT const char *sl_client_err_kind_str(sl_client_err_kind k);
 
 #endif

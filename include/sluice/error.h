@@ -27,10 +27,14 @@ typedef enum sl_err {
     SL_ERR_COMPRESSION = -103, /* header block (de)compression failed */
 } sl_err;
 
-/* Returns a static, human readable text for an sl_err. Never NULL. */
+/* Returns a static, human readable text for an sl_err (an unknown code
+ * has one too). Never NULL; any thread. SL_ERR_SYS's text does not say
+ * which system error: the function returning it documents where errno or
+ * a message keeps the cause (sl_server_errmsg, for one). */
 SL_EXPORT const char *sl_strerror(int err);
 
-/* True when err is a peer protocol violation that ends the session. */
+/* True when err is a peer protocol violation that ends the session (the
+ * -100..-199 band). Pure; any thread. */
 SL_EXPORT bool sl_err_is_fatal(int err);
 
 #endif

@@ -87,7 +87,14 @@ typedef struct sl_proc_endpoints {
 typedef struct sl_proc sl_proc;
 typedef struct sl_pfconn sl_pfconn;
 
+/* The runtime's callbacks. struct_size first (sluice/common.h):
+ * `.struct_size = SL_STRUCT_SIZE(sl_runtime_ops)`; a callback past the
+ * caller's struct_size is taken as NULL. exec_start, attach_start and
+ * portforward_connect are required (a runtime without attach answers
+ * sl_proc_failed); the others may be NULL. sl_server_new() copies the
+ * table: it need not outlive the call. */
 typedef struct sl_runtime_ops {
+    size_t struct_size; /* sizeof(sl_runtime_ops) of the caller */
     /* Start req; `initial` is the terminal size known so far, or NULL. */
     void (*exec_start)(void *rt, sl_proc *proc, const sl_exec_request *req,
                        const sl_term_size *initial);
@@ -114,26 +121,63 @@ typedef struct sl_runtime_ops {
     void (*attach_stdin_eof)(void *rt, sl_proc *proc);
 } sl_runtime_ops;
 
+/* Frozen (never grows: new callbacks go into sl_runtime_ops). Read once by
+ * sl_server_new(); neither it nor ops need outlive that call. */
 typedef struct sl_runtime {
     const sl_runtime_ops *ops;
-    void *data; /* passed as `rt` to every op */
+    void *data; /* passed as `rt` to every op; owned by the caller */
 } sl_runtime;
 
-/* The process runs; ep's fds now belong to the library. */
+/* ---- answers of the runtime ----
+ * Every function below returns nothing and cannot fail: a call that comes
+ * too late (the session already ended) is absorbed, its fds closed. All run
+ * on the server's loop thread, from inside an op or later. A proc handle is
+ * valid from exec_start/attach_start until ops->release returns; a pfconn
+ * handle from portforward_connect until the runtime's one answer
+ * (sl_pfconn_connected or sl_pfconn_failed) returns. Using one after that
+ * is a use after free. */
+
+/* The process runs: call once, instead of sl_proc_failed, after
+ * exec_start/attach_start (from inside it or later). ep is read during the
+ * call; every fd >= 0 in it belongs to the library from now on, on every
+ * path (a late call closes them at once). The fds must be distinct, and
+ * the library switches them to non-blocking mode. With pty_fd set the
+ * other three are -1. */
 SL_EXPORT void sl_proc_started(sl_proc *proc, const sl_proc_endpoints *ep);
-/* The process could not be started; message is copied. The client gets an
- * InternalError status carrying it. */
+
+/* The process could not be started: call once, instead of
+ * sl_proc_started. message (copied, NULL = "unknown error") becomes the
+ * InternalError status the client gets. ops->release follows, now or once
+ * the client's connection is gone. */
 SL_EXPORT void sl_proc_failed(sl_proc *proc, const char *message);
-/* The process ended with exit code (0..255), or was killed by a signal
- * (code = 128 + signal). message, if not NULL, replaces the default text. */
+
+/* The process (or, for an attach, this client's session) ended: call once,
+ * after sl_proc_started, also after ops->cancel. code: the exit code
+ * (0..255), 128 + signal for a killed process. message (copied; NULL =
+ * the default) follows "command terminated with non-zero exit code: " in
+ * a non-zero status. The status reaches the client after every byte
+ * read from the output endpoints; ops->release follows. Before
+ * sl_proc_started it is ignored (use sl_proc_failed). */
 SL_EXPORT void sl_proc_exited(sl_proc *proc, int code, const char *message);
+
+/* The runtime's own pointer for proc (NULL at first); the library never
+ * reads or frees it. Valid calls: as for the handle. */
 SL_EXPORT void sl_proc_set_data(sl_proc *proc, void *data);
 SL_EXPORT void *sl_proc_data(const sl_proc *proc);
 
-/* The connection to the pod's port is open; fd now belongs to the library. */
+/* The connection to the pod's port is open: the runtime's one answer to
+ * portforward_connect (now or later). fd, a connected stream socket,
+ * belongs to the library from now on on every path (after a
+ * portforward_cancel it is closed at once). conn is freed on return. */
 SL_EXPORT void sl_pfconn_connected(sl_pfconn *conn, int fd);
-/* The connection failed; message (copied) goes to the client's error stream. */
+
+/* The connection failed: the runtime's one answer instead of
+ * sl_pfconn_connected. message (copied; NULL = "connection failed") goes
+ * to the client's error stream for that port. conn is freed on return. */
 SL_EXPORT void sl_pfconn_failed(sl_pfconn *conn, const char *message);
+
+/* The runtime's own pointer for conn (NULL at first); never read or freed
+ * by the library. */
 SL_EXPORT void sl_pfconn_set_data(sl_pfconn *conn, void *data);
 SL_EXPORT void *sl_pfconn_data(const sl_pfconn *conn);
 

@@ -2,9 +2,21 @@
  * URLs handed out by the CRI Exec, Attach and PortForward calls, upgraded to
  * WebSocket or SPDY/3.1.
  *
- * Usage: sl_server_config_init(), adjust, sl_server_new() on a libuv loop,
- * sl_server_start(); then for each CRI call sl_server_get_exec() (and
- * friends) returns the URL. sl_server_close() stops it. */
+ * Order of calls: sl_server_config_init(), adjust, sl_server_new() on a
+ * libuv loop, optionally sl_server_set_handoff() and
+ * sl_server_set_session_observer(), sl_server_start(); then for each CRI
+ * call sl_server_get_exec() (and friends) returns the URL; the loop serves
+ * the connections. To end: sl_server_close(), run the loop until its
+ * callback, sl_server_free().
+ *
+ * Threading: an sl_server belongs to the thread running its loop. Every
+ * function here taking an sl_server (and sl_handoff_done) must be called
+ * on that thread, outside or inside the library's callbacks; none is
+ * thread-safe. sl_server_config_init, sl_stream_request_copy and
+ * sl_stream_request_free touch no server and are safe on any thread.
+ *
+ * Errors are the negative sl_err codes of sluice/error.h; each function
+ * lists every code it returns. */
 #ifndef SLUICE_SERVER_H
 #define SLUICE_SERVER_H
 
@@ -44,7 +56,18 @@
  * size before it starts (clients send it right after the streams). */
 #define SL_DEFAULT_TTY_SIZE_WAIT_MS 100u
 
+/* Listen backlog of the streaming listener (connections accepted by the
+ * kernel and not yet by the loop). */
+#define SL_LISTEN_BACKLOG 511
+
+/* The server's configuration. struct_size first (the size rule of
+ * sluice/common.h): sl_server_config_init() sets it and every default; a
+ * program then changes the fields it wants. The library reads only the
+ * fields inside struct_size and uses the defaults for the rest, so a
+ * program built against an older header keeps working when fields are
+ * added here. */
 typedef struct sl_server_config {
+    size_t struct_size;             /* sizeof(sl_server_config) of the caller */
     const char *address;            /* listen address, IPv4 or IPv6 literal */
     uint16_t port;                  /* 0 = any free port */
     const char *base_path;          /* URL path prefix, default "/" */
@@ -87,17 +110,32 @@ typedef struct sl_stream_request {
     } u;
 } sl_stream_request;
 
-/* A deep copy of r (NULL strings become ""). NULL on ENOMEM or an unknown
- * kind. Free it with sl_stream_request_free(). */
+/* A deep copy of r (NULL strings become ""), owned by the caller, who
+ * frees it with sl_stream_request_free(). r is only read. NULL when out of
+ * memory or for an unknown kind. Any thread. */
 SL_EXPORT sl_stream_request *sl_stream_request_copy(const sl_stream_request *r);
-/* Frees a copy and everything it owns; NULL is fine. */
+/* Frees a copy made by sl_stream_request_copy() and everything it owns
+ * (never a struct the caller built); NULL is fine. Any thread. */
 SL_EXPORT void sl_stream_request_free(sl_stream_request *r);
 
-/* Fills c with the defaults above. */
+/* Fills c: struct_size and every default above (address 127.0.0.1, port
+ * 10010, base path "/", no advertise_host). The default strings are
+ * static. Cannot fail; any thread. */
 SL_EXPORT void sl_server_config_init(sl_server_config *c);
 
-/* Creates a server on loop; cfg is copied. rt must outlive the server.
- * Returns SL_OK, SL_ERR_NOMEM or SL_ERR_INVAL. */
+/* Creates a server on loop (not started: nothing is bound yet). cfg, rt
+ * and rt->ops are copied (strings too): none need outlive the call;
+ * rt->data is the caller's and must outlive the server. On the loop's
+ * thread; *out is set only on SL_OK.
+ * Returns:
+ *   SL_OK;
+ *   SL_ERR_INVAL: cfg, rt or rt->ops NULL, a struct_size below 0.2.0's,
+ *     no address, max_pending_tokens, max_headers or max_connections 0,
+ *     max_head_size < 64, a required op (exec_start, attach_start,
+ *     portforward_connect) NULL;
+ *   SL_ERR_UNSUPPORTED: cfg or ops from a newer header sets a field this
+ *     library does not know (sluice/common.h);
+ *   SL_ERR_NOMEM. */
 SL_EXPORT int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
                             sl_server **out);
 
@@ -127,17 +165,48 @@ SL_EXPORT int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const 
 SL_EXPORT int sl_server_set_tls(sl_server *s, const char *cert_file, const char *key_file,
                                 const char *client_ca_file, const char **errmsg);
 
-/* Binds and listens. Returns SL_OK or SL_ERR_SYS (errno set). */
+/* Binds and listens on cfg.address and cfg.port, then builds the base URL.
+ * Call once, after sl_server_new(), on the loop's thread.
+ * Returns:
+ *   SL_OK;
+ *   SL_ERR_SYS: bind or listen failed; errno is libuv's code negated
+ *     (EADDRINUSE, EACCES, EADDRNOTAVAIL, ...);
+ *   SL_ERR_INVAL: address is not an IPv4 or IPv6 literal, or advertise_host
+ *     or base_path cannot form a URL;
+ *   SL_ERR_NOMEM;
+ *   SL_ERR_STATE: called before, and that call got as far as bind (it
+ *     succeeded, or bind or listen failed).
+ * On every error sl_server_errmsg() says why in one line, libuv's text
+ * included ("bind 127.0.0.1 port 10010: address already in use").
+ * After a failed start the listener may be open: end the server as any
+ * other, sl_server_close() (the loop must run until the callback), then
+ * sl_server_free(). */
 SL_EXPORT int sl_server_start(sl_server *s);
 
-/* "http://host:port" + base path, valid while s lives. */
+/* Why the last sl_server_start() failed; "" after a success or before any
+ * start. Owned by s, valid until the next start or sl_server_free(). */
+SL_EXPORT const char *sl_server_errmsg(const sl_server *s);
+
+/* "http://host:port" + base path, owned by s, valid until
+ * sl_server_free(); NULL before a successful sl_server_start(). */
 SL_EXPORT const char *sl_server_base_url(const sl_server *s);
-/* The bound port (useful with port 0). */
+/* The bound port once started (useful with port 0); before, the
+ * configured one. */
 SL_EXPORT uint16_t sl_server_port(const sl_server *s);
 
-/* Validate req (as the kubelet library does), park it under a new token and
- * return the absolute URL in *url (caller frees). On SL_ERR_INVAL, *errmsg
- * (static text) says why; SL_ERR_FULL means too many pending tokens. */
+/* Validate req (as the kubelet library does), park a deep copy of it under
+ * a new single-use token (valid token_ttl_ms) and return the absolute URL.
+ * req is only read (the caller keeps it). url and errmsg must not be NULL.
+ * Only after a successful sl_server_start(); loop thread.
+ * Returns:
+ *   SL_OK: *url is the URL (malloc'd, the caller frees it), *errmsg NULL;
+ *   SL_ERR_INVAL: the request is refused; *errmsg (static text, the
+ *     kubelet's words, e.g. "missing required container_id") says why;
+ *   SL_ERR_FULL: max_pending_tokens unconsumed tokens exist;
+ *   SL_ERR_SYS: getrandom() failed for the token (errno);
+ *   SL_ERR_STATE: the server was not started;
+ *   SL_ERR_NOMEM.
+ * On every error *url is NULL and nothing is parked. */
 SL_EXPORT int sl_server_get_exec(sl_server *s, const sl_exec_request *req, char **url,
                                  const char **errmsg);
 SL_EXPORT int sl_server_get_attach(sl_server *s, const sl_attach_request *req, char **url,
@@ -166,7 +235,8 @@ typedef void (*sl_server_handoff_fn)(void *arg, sl_handoff *h, int fd, const uin
                                      size_t len, const sl_stream_request *req);
 
 /* Sets (or, with fn NULL, clears) the hand-off for connections whose head
- * is complete from now on. */
+ * is complete from now on; arg is the caller's (passed to fn). Loop
+ * thread, any time before sl_server_close(). Cannot fail. */
 SL_EXPORT void sl_server_set_handoff(sl_server *s, sl_server_handoff_fn fn, void *arg);
 
 /* Outcomes of a hand-off. Any other outcome must be an HTTP status
@@ -176,8 +246,11 @@ SL_EXPORT void sl_server_set_handoff(sl_server *s, sl_server_handoff_fn fn, void
 #define SL_HANDOFF_TAKEN 0 /* the receiver serves it: the server closes its copy */
 #define SL_HANDOFF_LOCAL 1 /* serve it here, as if no hand-off were set */
 
-/* Ends a hand-off. Valid until called, even after the server was closed
- * (then the connection is already gone and only h is freed). */
+/* Ends a hand-off: call exactly once per h, on the loop thread; h is
+ * freed by it. Valid until called, even after the server was closed (then
+ * the connection is already gone and only h is freed), but not after
+ * sl_server_free(). outcome: SL_HANDOFF_TAKEN, SL_HANDOFF_LOCAL or a
+ * status 500..599 (any other value answers 500). message is copied. */
 SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
 
 /* Serves a connection another process accepted and whose token it
@@ -191,15 +264,19 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
  * server need not listen. Returns SL_OK once the server owns the
  * conversation with the client: it upgrades the connection, or answers
  * with an HTTP error (503 when max_sessions sessions are live, 400 when the head does not parse).
- * On any other return (SL_ERR_INVAL for a bad fd or request, SL_ERR_NOMEM,
- * SL_ERR_CLOSED while closing) nothing was written and fd is closed. */
+ * On any other return (SL_ERR_INVAL for a bad fd or request or a limits
+ * struct_size below 0.2.0's, SL_ERR_UNSUPPORTED for a limits field this
+ * library does not know, SL_ERR_NOMEM, SL_ERR_CLOSED while closing)
+ * nothing was written and fd is closed (except fd < 0). Loop thread. */
 SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
                               const sl_stream_request *req, const sl_server_config *limits);
 
 /* ---- session observer: what each session was, for logs and metrics ---- */
 
-/* A session (an upgraded connection). Strings are valid during the call. */
+/* A session (an upgraded connection). Strings are valid during the call.
+ * Handed out by the library: struct_size is set by it (SL_HAS_FIELD). */
 typedef struct sl_session_info {
+    size_t struct_size;
     sl_stream_kind kind;
     const char *transport; /* "spdy", "websocket", "websocket-tunnel" (SPDY port-forward
                               inside WebSocket) */
@@ -216,14 +293,16 @@ typedef struct sl_session_info {
 } sl_session_info;
 
 /* Called on the loop thread when a session starts (end_reason NULL) and
- * when it ends, once each. */
+ * when it ends, once each. info is valid during the call only. fn must not
+ * call sl_server_close() or sl_server_free(). */
 typedef void (*sl_server_session_fn)(void *arg, const sl_session_info *info);
 
 /* Sets (or, with fn NULL, clears) the observer for sessions upgraded from
- * now on. */
+ * now on; arg is the caller's. Loop thread. Cannot fail. */
 SL_EXPORT void sl_server_set_session_observer(sl_server *s, sl_server_session_fn fn, void *arg);
 
-/* Tokens issued and neither consumed nor expired. */
+/* Tokens issued and neither consumed nor expired. The counters below are
+ * read on the loop thread and cannot fail. */
 SL_EXPORT size_t sl_server_pending_tokens(const sl_server *s);
 
 /* Number of live sessions (upgraded connections). */
@@ -233,9 +312,18 @@ SL_EXPORT size_t sl_server_session_count(const sl_server *s);
 SL_EXPORT size_t sl_server_connection_count(const sl_server *s);
 SL_EXPORT uint64_t sl_server_refused_count(const sl_server *s);
 
-/* Stops listening, ends every session (cancelling their processes) and
- * calls cb once all handles are closed; then sl_server_free(). */
+/* Stops listening, ends every session (ops->cancel for their processes,
+ * ops->release for each) and every hand-off, then calls cb(s, arg) once
+ * all handles are closed: later, from the loop, or from inside this call
+ * when nothing was open. cb may be NULL (then run the loop until it has
+ * nothing left of s). Call once, on the loop thread, also after a failed
+ * or no sl_server_start(); not from inside the server's callbacks. After
+ * it, only sl_server_free() and pending sl_handoff_done() calls are valid
+ * (the get and adopt calls return errors). */
 SL_EXPORT void sl_server_close(sl_server *s, void (*cb)(sl_server *s, void *arg), void *arg);
+/* Frees s: after close's callback, or right after sl_server_new() when s
+ * was neither started nor given a connection. NULL is fine. The runtime's
+ * data and the loop are the caller's and are not touched. */
 SL_EXPORT void sl_server_free(sl_server *s);
 
 #endif

@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "client/upgrade.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 /* After our last byte, wait this long for the server's EOF before
  * closing, so unread input never turns into a RST that destroys it. */

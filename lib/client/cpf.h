@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/client.h"
 
 #define SL_CPF_MAX_ERROR 1024u /* bytes of one connection's error text kept */

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/client.h"
 
 /* Channel numbers (the WebSocket channel bytes). */

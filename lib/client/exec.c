@@ -13,6 +13,7 @@
 #include "client/cconn.h"
 #include "client/crc.h"
 #include "client/fdio.h"
+#include "util/abi.h"
 #include "sluice/client.h"
 
 #define NFD 3
@@ -71,7 +72,7 @@ static void notify_cb(uv_timer_t *t)
             x->cb.on_exit(x->arg, x->exit_code, x->exit_code ? x->message : NULL);
         return;
     }
-    sl_client_error e = {x->kind, x->http_status, x->message};
+    sl_client_error e = {sizeof(e), x->kind, x->http_status, x->message};
     if (x->cb.on_error)
         x->cb.on_error(x->arg, &e); /* the last thing: it may free x */
 }
@@ -409,19 +410,48 @@ static bool opts_ok(const sl_client_exec_opts *o)
     return sl_upgrade_headers_ok(o->headers, o->nheaders);
 }
 
-int sl_client_exec_new(uv_loop_t *loop, const sl_client_exec_opts *o, const sl_client_exec_cb *cb,
-                       void *arg, sl_client_exec **out)
+void sl_client_exec_opts_init(sl_client_exec_opts *o)
 {
-    if (!opts_ok(o))
-        return SL_ERR_INVAL;
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+    o->stdin_fd = o->stdout_fd = o->stderr_fd = -1;
+}
+
+/* The first release's sizes (0.2.0): a smaller struct_size is refused. */
+#define OPTS_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_client_exec_opts, spdy_window)
+#define CB_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_client_exec_cb, on_error)
+
+/* The caller's options and callbacks at this library's size. */
+static int read_args(sl_client_exec_opts *o, const sl_client_exec_opts *opts, sl_client_exec_cb *cb,
+                     const sl_client_exec_cb *cbs)
+{
+    sl_client_exec_opts_init(o);
+    memset(cb, 0, sizeof(*cb));
+    int rc = sl_abi_copy(o, sizeof(*o), opts, OPTS_SIZE_0_2);
+    if (rc == SL_OK)
+        rc = sl_abi_copy(cb, sizeof(*cb), cbs, CB_SIZE_0_2);
+    if (rc == SL_OK && !opts_ok(o))
+        rc = SL_ERR_INVAL;
+    return rc;
+}
+
+int sl_client_exec_new(uv_loop_t *loop, const sl_client_exec_opts *opts,
+                       const sl_client_exec_cb *cbs, void *arg, sl_client_exec **out)
+{
+    sl_client_exec_opts oo;
+    sl_client_exec_cb cb;
+    const sl_client_exec_opts *o = &oo;
+    int rc = read_args(&oo, opts, &cb, cbs);
+    if (rc < 0)
+        return rc;
     sl_client_exec *x = calloc(1, sizeof(*x));
     if (!x)
         return SL_ERR_NOMEM;
     x->loop = loop;
-    x->cb = *cb;
+    x->cb = cb;
     x->arg = arg;
     sl_bufq_init(&x->out);
-    int rc = copy_opts(x, o);
+    rc = copy_opts(x, o);
     if (rc == SL_OK)
         rc = sl_upgrade_init(&x->up, o->transport, SL_UPGRADE_RC);
     if (rc == SL_OK)

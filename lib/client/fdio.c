@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 
 #define READ_ROUNDS 16 /* reads per readiness event, so one fd cannot starve the loop */

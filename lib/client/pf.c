@@ -15,6 +15,7 @@
 #include "client/cconn.h"
 #include "client/cpf.h"
 #include "client/fdio.h"
+#include "util/abi.h"
 #include "sluice/client.h"
 
 typedef struct lconn {
@@ -79,7 +80,8 @@ static void notify_cb(uv_timer_t *t)
         if (!pf->ev_head)
             pf->ev_tail = NULL;
         if (e->session && pf->cb.on_end) {
-            sl_client_error err = {(sl_client_err_kind)e->kind, e->http_status, e->err};
+            sl_client_error err = {sizeof(err), (sl_client_err_kind)e->kind, e->http_status,
+                                   e->err};
             pf->cb.on_end(pf->arg, e->kind ? &err : NULL);
         } else if (!e->session && pf->cb.on_conn_end) {
             pf->cb.on_conn_end(pf->arg, e->id, e->err);
@@ -450,21 +452,51 @@ static int copy_opts(sl_client_pf *pf, const sl_client_pf_opts *o)
     return SL_OK;
 }
 
-int sl_client_pf_new(uv_loop_t *loop, const sl_client_pf_opts *o, const sl_client_pf_cb *cb,
-                     void *arg, sl_client_pf **out)
+void sl_client_pf_opts_init(sl_client_pf_opts *o)
 {
+    memset(o, 0, sizeof(*o));
+    o->struct_size = sizeof(*o);
+}
+
+/* The first release's sizes (0.2.0): a smaller struct_size is refused. */
+#define OPTS_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_client_pf_opts, spdy_window)
+#define CB_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_client_pf_cb, on_end)
+
+/* The caller's options and callbacks at this library's size. */
+static int read_args(sl_client_pf_opts *o, const sl_client_pf_opts *opts, sl_client_pf_cb *cb,
+                     const sl_client_pf_cb *cbs)
+{
+    sl_client_pf_opts_init(o);
+    memset(cb, 0, sizeof(*cb));
+    int rc = sl_abi_copy(o, sizeof(*o), opts, OPTS_SIZE_0_2);
+    if (rc == SL_OK)
+        rc = sl_abi_copy(cb, sizeof(*cb), cbs, CB_SIZE_0_2);
+    if (rc < 0)
+        return rc;
     if ((o->transport != SL_TRANSPORT_SPDY && o->transport != SL_TRANSPORT_WEBSOCKET_TUNNEL &&
          o->transport != SL_TRANSPORT_WEBSOCKET_LEGACY) ||
         !sl_upgrade_headers_ok(o->headers, o->nheaders))
         return SL_ERR_INVAL;
+    return SL_OK;
+}
+
+int sl_client_pf_new(uv_loop_t *loop, const sl_client_pf_opts *opts, const sl_client_pf_cb *cbs,
+                     void *arg, sl_client_pf **out)
+{
+    sl_client_pf_opts oo;
+    sl_client_pf_cb cb;
+    const sl_client_pf_opts *o = &oo;
+    int rc = read_args(&oo, opts, &cb, cbs);
+    if (rc < 0)
+        return rc;
     sl_client_pf *pf = calloc(1, sizeof(*pf));
     if (!pf)
         return SL_ERR_NOMEM;
     pf->loop = loop;
-    pf->cb = *cb;
+    pf->cb = cb;
     pf->arg = arg;
     sl_bufq_init(&pf->out);
-    int rc = copy_opts(pf, o);
+    rc = copy_opts(pf, o);
     if (rc == SL_OK)
         rc = sl_upgrade_init(&pf->up, o->transport, SL_UPGRADE_PF);
     if (rc == SL_OK)

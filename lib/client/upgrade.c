@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 #include "sluice/error.h"
 #include "ws/ws_handshake.h"
 

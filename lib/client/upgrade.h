@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "http/http_resp.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/client.h"
 
 #define SL_URL_MAX_HOST 255

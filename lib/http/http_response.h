@@ -2,7 +2,7 @@
 #ifndef SL_HTTP_RESPONSE_H
 #define SL_HTTP_RESPONSE_H
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 /* Standard reason phrase for a status ("Not Found"), "Unknown" otherwise. */
 const char *sl_http_reason(int status);

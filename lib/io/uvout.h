@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 #define SL_UVOUT_IOV_MAX 64 /* chunks handed to one uv_write */
 

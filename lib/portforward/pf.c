@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "portforward/pfconn.h"
 #include "sluice/error.h"
 

@@ -6,7 +6,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "remotecommand/proc.h"
 #include "remotecommand/rc_resize.h"
 #include "remotecommand/rc_status.h"

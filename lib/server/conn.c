@@ -41,6 +41,7 @@ static void observe(sl_conn *c, const char *reason)
     if (!srv->session_fn || !c->transport)
         return;
     sl_session_info info = {
+        .struct_size = sizeof(info),
         .kind = c->kind,
         .transport = c->transport,
         .protocol = c->protocol,

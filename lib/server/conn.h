@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "server/stream_req.h"
 
 typedef struct sl_server sl_server;

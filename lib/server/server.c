@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 void sl_server_config_init(sl_server_config *c)
 {
     memset(c, 0, sizeof(*c));
+    c->struct_size = sizeof(*c);
     c->address = SL_DEFAULT_ADDRESS;
     c->port = SL_DEFAULT_PORT;
     c->base_path = "/";
@@ -41,27 +43,64 @@ static char *dup_opt(const char *s)
     return s ? strdup(s) : NULL;
 }
 
+/* The first release's sizes (0.2.0): a smaller struct_size is refused. */
+#define CONFIG_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_server_config, tty_size_wait_ms)
+#define OPS_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_runtime_ops, attach_stdin_eof)
+
+/* c: the caller's config read at this library's size over the defaults. */
+static int read_config(sl_server_config *c, const sl_server_config *cfg)
+{
+    sl_server_config_init(c);
+    int rc = sl_abi_copy(c, sizeof(*c), cfg, CONFIG_SIZE_0_2);
+    if (rc < 0)
+        return rc;
+    if (!c->address || c->max_pending_tokens == 0 || c->max_headers == 0 || c->max_head_size < 64 ||
+        c->max_connections == 0)
+        return SL_ERR_INVAL;
+    return SL_OK;
+}
+
+static int read_runtime(sl_server *s, const sl_runtime *rt)
+{
+    if (!rt)
+        return SL_ERR_INVAL;
+    memset(&s->ops, 0, sizeof(s->ops)); /* an op the caller's size lacks is NULL */
+    int rc = sl_abi_copy(&s->ops, sizeof(s->ops), rt->ops, OPS_SIZE_0_2);
+    if (rc < 0)
+        return rc;
+    if (!s->ops.exec_start || !s->ops.attach_start || !s->ops.portforward_connect)
+        return SL_ERR_INVAL;
+    s->runtime.ops = &s->ops;
+    s->runtime.data = rt->data;
+    s->rt = &s->runtime;
+    return SL_OK;
+}
+
 int sl_server_new(uv_loop_t *loop, const sl_server_config *cfg, const sl_runtime *rt,
                   sl_server **out)
 {
+    sl_server_config c;
     *out = NULL;
-    if (!cfg->address || !rt || !rt->ops || cfg->max_pending_tokens == 0 || cfg->max_headers == 0 ||
-        cfg->max_head_size < 64 || cfg->max_connections == 0)
-        return SL_ERR_INVAL;
+    int rc = read_config(&c, cfg);
+    if (rc < 0)
+        return rc;
     sl_server *s = calloc(1, sizeof(*s));
     if (!s)
         return SL_ERR_NOMEM;
+    if ((rc = read_runtime(s, rt)) < 0) {
+        free(s);
+        return rc;
+    }
     s->loop = loop;
-    s->cfg = *cfg;
-    s->rt = rt;
-    s->address = strdup(cfg->address);
-    s->base_path = strdup(cfg->base_path ? cfg->base_path : "/");
-    s->advertise_host = dup_opt(cfg->advertise_host);
+    s->cfg = c;
+    s->address = strdup(c.address);
+    s->base_path = strdup(c.base_path ? c.base_path : "/");
+    s->advertise_host = dup_opt(c.advertise_host);
     s->cfg.address = s->address;
     s->cfg.base_path = s->base_path;
     s->cfg.advertise_host = s->advertise_host;
-    s->tokens = sl_token_cache_new(cfg->max_pending_tokens, cfg->token_ttl_ms, free_payload);
-    if (!s->address || !s->base_path || (cfg->advertise_host && !s->advertise_host) || !s->tokens) {
+    s->tokens = sl_token_cache_new(c.max_pending_tokens, c.token_ttl_ms, free_payload);
+    if (!s->address || !s->base_path || (c.advertise_host && !s->advertise_host) || !s->tokens) {
         sl_server_free(s);
         return SL_ERR_NOMEM;
     }
@@ -124,19 +163,37 @@ static void listen_cb(uv_stream_t *l, int status)
         sl_conn_accept(s, l);
 }
 
+/* Keeps why start failed for sl_server_errmsg(), and errno for
+ * SL_ERR_SYS (libuv's code negated). */
+static int start_failed(sl_server *s, int rc, int uv_err, const char *what)
+{
+    if (uv_err < 0) {
+        errno = -uv_err;
+        snprintf(s->errmsg, sizeof(s->errmsg), "%s %s port %u: %s", what, s->address,
+                 (unsigned)s->cfg.port, uv_strerror(uv_err));
+    } else {
+        snprintf(s->errmsg, sizeof(s->errmsg), "%s", what);
+    }
+    return rc;
+}
+
 static int bind_listener(sl_server *s)
 {
     struct sockaddr_storage ss;
     if (uv_ip4_addr(s->address, s->cfg.port, (struct sockaddr_in *)&ss) != 0 &&
         uv_ip6_addr(s->address, s->cfg.port, (struct sockaddr_in6 *)&ss) != 0)
-        return SL_ERR_INVAL;
+        return start_failed(s, SL_ERR_INVAL, 0, "address: not an IPv4 or IPv6 literal");
+    if (s->listening)
+        return start_failed(s, SL_ERR_STATE, 0, "already started");
     uv_tcp_init(s->loop, &s->listener);
     s->listener.data = s;
     s->open_handles++;
     s->listening = true;
-    if (uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0) < 0 ||
-        uv_listen((uv_stream_t *)&s->listener, 511, listen_cb) < 0)
-        return SL_ERR_SYS;
+    int err = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
+    if (err < 0)
+        return start_failed(s, SL_ERR_SYS, err, "bind");
+    if ((err = uv_listen((uv_stream_t *)&s->listener, SL_LISTEN_BACKLOG, listen_cb)) < 0)
+        return start_failed(s, SL_ERR_SYS, err, "listen on");
     int len = sizeof(ss);
     uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
     s->cfg.port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset for v6 */
@@ -146,6 +203,7 @@ static int bind_listener(sl_server *s)
 int sl_server_start(sl_server *s)
 {
     s->started = true;
+    s->errmsg[0] = '\0';
     int rc = bind_listener(s);
     if (rc < 0)
         return rc;
@@ -153,16 +211,23 @@ int sl_server_start(sl_server *s)
     if (s->advertise_host)
         snprintf(hostport, sizeof(hostport), "%s", s->advertise_host);
     else if (sl_url_format_hostport(hostport, sizeof(hostport), s->address, s->cfg.port) < 0)
-        return SL_ERR_INVAL;
+        return start_failed(s, SL_ERR_INVAL, 0, "address: too long for a URL");
     rc = sl_url_base_init(&s->url, s->tls_ctx ? "https" : "http", hostport, s->base_path);
     if (rc < 0)
-        return rc;
+        return start_failed(s, rc, 0,
+                            rc == SL_ERR_NOMEM ? "out of memory"
+                                               : "advertise_host or base_path: not valid in a URL");
     size_t n = strlen(s->url.origin) + strlen(s->url.prefix) + 1;
     s->base_url = malloc(n);
     if (!s->base_url)
-        return SL_ERR_NOMEM;
+        return start_failed(s, SL_ERR_NOMEM, 0, "out of memory");
     snprintf(s->base_url, n, "%s%s", s->url.origin, s->url.prefix);
     return SL_OK;
+}
+
+const char *sl_server_errmsg(const sl_server *s)
+{
+    return s->errmsg;
 }
 
 const char *sl_server_base_url(const sl_server *s)
@@ -190,8 +255,15 @@ int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
         close(fd);
         return SL_ERR_NOMEM;
     }
-    sl_server_config cfg = s->cfg;
+    sl_server_config cfg = s->cfg, lim = s->cfg;
+    int rc = limits ? sl_abi_copy(&lim, sizeof(lim), limits, CONFIG_SIZE_0_2) : SL_OK;
+    if (rc < 0) {
+        sl_stream_req_free(copy);
+        close(fd);
+        return rc;
+    }
     if (limits) {
+        limits = &lim;
         cfg.idle_timeout_ms = limits->idle_timeout_ms;
         cfg.creation_timeout_ms = limits->creation_timeout_ms;
         cfg.max_request_line = limits->max_request_line;
@@ -234,6 +306,10 @@ static int park(sl_server *s, sl_stream_req *req, const char *method, char **url
 {
     if (!req)
         return SL_ERR_NOMEM;
+    if (!s->base_url || s->closing) { /* no URL to hand out, or nobody to serve it */
+        sl_stream_req_free(req);
+        return SL_ERR_STATE;
+    }
     char token[SL_TOKEN_LEN + 1];
     int rc = sl_token_cache_insert(s->tokens, req->kind, req, uv_now(s->loop), token);
     if (rc < 0) {

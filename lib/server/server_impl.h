@@ -9,14 +9,18 @@
 #include "server/stream_req.h"
 #include "server/tls.h"
 #include "server/token_cache.h"
-#include "server/url.h"
+#include "util/abi.h"
+#include "util/url.h"
 #include "sluice/server.h"
 
 struct sl_server {
     uv_loop_t *loop;
     sl_server_config cfg; /* strings below are owned copies */
     char *address, *base_path, *advertise_host;
-    const sl_runtime *rt;
+    sl_runtime_ops ops;   /* the caller's vtable at this library's size */
+    sl_runtime runtime;   /* .ops = &ops, .data = the caller's */
+    const sl_runtime *rt; /* = &runtime */
+    char errmsg[256];     /* why the last sl_server_start failed; "" none */
     uv_tcp_t listener;
     bool listening;
     sl_token_cache *tokens;

@@ -4,7 +4,7 @@
 #define SL_SPDY_UPGRADE_H
 
 #include "http/http_head.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 /* Validates the upgrade headers of r and picks the protocol. On success
  * returns 0, sets *chosen (an entry of `supported`, NULL-terminated) and

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "io/uvout.h"
 #include "server/conn_int.h"
 #include "server/server_impl.h"

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 #include "sluice/error.h"
 
 #define TOKEN_TRIES 10      /* attempts to draw a token not already pending */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 #define SL_SPDY_VERSION 3
 #define SL_SPDY_FRAME_HEADER_LEN 8

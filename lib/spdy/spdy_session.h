@@ -103,7 +103,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "spdy/spdy_frame.h"
 #include "spdy/spdy_zlib.h"
 

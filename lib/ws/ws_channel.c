@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 #include "sluice/error.h"
 
 size_t sl_ws_channel_encoded_len(size_t len, int base64)

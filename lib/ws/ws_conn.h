@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <wslay/wslay.h>
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 typedef struct sl_ws_conn sl_ws_conn;
 

@@ -7,7 +7,7 @@
 #include <openssl/evp.h>
 
 #include "http/http_response.h"
-#include "io/base64.h"
+#include "util/base64.h"
 #include "sluice/error.h"
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"

@@ -4,7 +4,7 @@
 #define SL_WS_HANDSHAKE_H
 
 #include "http/http_head.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 /* True when the request asks for a WebSocket upgrade at all:
  * "Upgrade: websocket" (case-insensitive) and Connection containing "upgrade". */

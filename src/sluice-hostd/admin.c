@@ -10,7 +10,7 @@
 
 #include "http/http_head.h"
 #include "http/http_response.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "query.h"
 
 #define ADMIN_BUF 8192

@@ -248,6 +248,7 @@ static void op_pf_connect(void *rt, sl_pfconn *conn, const char *sandbox, uint16
 }
 
 static const sl_runtime_ops hostproc_ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = op_exec,
     .attach_start = op_attach,
     .resize = NULL, /* the library sets the size on the PTY master */

@@ -252,7 +252,9 @@ static int run(hostd *d)
         rc = sl_server_start(d->server);
     if (rc < 0) {
         fprintf(stderr, "sluice-hostd: cannot start the streaming server on %s:%u: %s\n",
-                d->cfg.address, d->cfg.port, sl_strerror(rc));
+                d->cfg.address, d->cfg.port,
+                d->server && *sl_server_errmsg(d->server) ? sl_server_errmsg(d->server)
+                                                          : sl_strerror(rc));
         return 1;
     }
     d->admin.server = d->server;

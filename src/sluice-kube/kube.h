@@ -15,7 +15,7 @@
 
 #include "cri_client.h"
 #include "http/http_head.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "io/uvout.h"
 
 #define SK_DEFAULT_ADDRESS "127.0.0.1"

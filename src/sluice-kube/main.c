@@ -10,7 +10,7 @@
 
 #include "grpc/api.pb-c.h"
 #include "fsutil.h"
-#include "io/base64.h"
+#include "util/base64.h"
 #include "kube.h"
 #include "tls.h"
 

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 #define SK_TLS_CERT_DAYS 365
 #define SK_TLS_RENEW_DAYS 30 /* a stored certificate closer to its end is remade */

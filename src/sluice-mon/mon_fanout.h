@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "mon_proto.h"
 
 #define SL_MON_WHY_MAX 160 /* bytes of an end reason */

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "fsutil.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "mon_proto.h"
 
 #define SL_MON_LOG_STDOUT 0

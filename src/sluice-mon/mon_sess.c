@@ -293,6 +293,7 @@ static void pf_cancel(void *arg, sl_pfconn *conn)
 }
 
 static const sl_runtime_ops sess_ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = exec_start,
     .attach_start = attach_start,
     .resize = resize,

@@ -284,8 +284,12 @@ static int open_main(pfrun *p)
         return -1;
     ctl_debug(p->c, "streaming URL %s, transport %s", url,
               p->transport == SL_TRANSPORT_SPDY ? "spdy" : "websocket (tunnel)");
-    sl_client_pf_opts o = {.url = url, .transport = p->transport};
-    static const sl_client_pf_cb cb = {on_upgraded, on_conn_end, on_main_end};
+    sl_client_pf_opts o;
+    sl_client_pf_opts_init(&o);
+    o.url = url;
+    o.transport = p->transport;
+    static const sl_client_pf_cb cb = {SL_STRUCT_SIZE(sl_client_pf_cb), on_upgraded, on_conn_end,
+                                       on_main_end};
     int rc = sl_client_pf_new(&p->loop, &o, &cb, p, &p->h);
     free(url);
     if (rc != SL_OK) {
@@ -349,8 +353,11 @@ static void legacy_conn(pfrun *p, const listener *l, int fd)
 {
     char *url = pf_url(p, l->remote);
     lsess *s = url ? calloc(1, sizeof *s) : NULL;
-    static const sl_client_pf_cb cb = {NULL, l_conn_end, l_end};
-    sl_client_pf_opts o = {.url = url, .transport = SL_TRANSPORT_WEBSOCKET_LEGACY};
+    static const sl_client_pf_cb cb = {SL_STRUCT_SIZE(sl_client_pf_cb), NULL, l_conn_end, l_end};
+    sl_client_pf_opts o;
+    sl_client_pf_opts_init(&o);
+    o.url = url;
+    o.transport = SL_TRANSPORT_WEBSOCKET_LEGACY;
     if (!s || sl_client_pf_new(&p->loop, &o, &cb, s, &s->h) != SL_OK) {
         ctl_err(p->c, "connection (%u -> %u) dropped: no session", l->local, l->remote);
         close(fd);

@@ -188,7 +188,8 @@ static int start(run *x)
         return -1;
     ctl_debug(x->c, "streaming URL %s, transport %s", url,
               x->transport == SL_TRANSPORT_SPDY ? "spdy" : "websocket");
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = x->transport,
                              .tty = x->req->tty,
                              .stdin_fd = -1,
@@ -198,7 +199,8 @@ static int start(run *x)
         o.stdin_fd = x->relay_on ? x->pipe_r : STDIN_FILENO;
     if (x->req->tty)
         ctl_tty_size(&o.width, &o.height);
-    static const sl_client_exec_cb cb = {on_upgraded, on_exit_cb, on_error_cb};
+    static const sl_client_exec_cb cb = {SL_STRUCT_SIZE(sl_client_exec_cb), on_upgraded, on_exit_cb,
+                                         on_error_cb};
     int rc = sl_client_exec_new(&x->loop, &o, &cb, x, &x->h);
     free(url);
     if (rc != SL_OK) {

@@ -135,13 +135,13 @@ static int start_stream(sluiced *d, sl_error *e)
     sl_server_config sc;
     stream_config(&d->cfg, &sc);
     int rc = sl_server_new(d->loop, &sc, sluiced_runtime(&d->cri), &d->stream);
-    if (rc == SL_OK && stream_tls(d, e) < 0)
-        return -1;
-    if (rc == SL_OK)
-        rc = sl_server_start(d->stream);
     if (rc < 0)
-        return sl_error_set(e, rc == SL_ERR_SYS ? errno : 0, "streaming server on %s port %u: %s",
-                            sc.address, sc.port, sl_strerror(rc));
+        return sl_error_set(e, 0, "streaming server on %s port %u: %s", sc.address, sc.port,
+                            sl_strerror(rc));
+    if (stream_tls(d, e) < 0)
+        return -1;
+    if ((rc = sl_server_start(d->stream)) < 0) /* the message names libuv's cause */
+        return sl_error_set(e, 0, "streaming server: %s", sl_server_errmsg(d->stream));
     d->cri.stream = d->stream;
     d->handoff = sl_stream_handoff_enable(d->stream, &d->cri.rt, &sc, d->cfg.pf_connect_timeout_ms);
     if (!d->handoff)

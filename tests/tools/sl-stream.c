@@ -256,6 +256,7 @@ static void watch_signal(tool *t, int signum)
 static int run_exec(tool *t)
 {
     sl_client_exec_opts o = {
+        .struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
         .url = t->url,
         .transport = t->transport,
         .tty = t->tty,
@@ -276,8 +277,10 @@ static int run_exec(tool *t)
         cfmakeraw(&raw);
         t->raw = tcsetattr(0, TCSANOW, &raw) == 0;
     }
-    sl_client_exec_cb cb = {
-        .on_upgraded = on_upgraded, .on_exit = on_exit_cb, .on_error = on_error};
+    sl_client_exec_cb cb = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_cb),
+                            .on_upgraded = on_upgraded,
+                            .on_exit = on_exit_cb,
+                            .on_error = on_error};
     int rc = sl_client_exec_new(t->loop, &o, &cb, t, &t->exec);
     if (rc != SL_OK) {
         restore_tty(t);
@@ -363,8 +366,14 @@ static int listen_on(tool *t, forward *f)
 
 static int run_pf(tool *t)
 {
-    sl_client_pf_opts o = {.url = t->url, .transport = t->transport, .spdy_window = t->spdy_window};
-    sl_client_pf_cb cb = {.on_upgraded = on_upgraded, .on_conn_end = pf_conn_end, .on_end = pf_end};
+    sl_client_pf_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_pf_opts),
+                           .url = t->url,
+                           .transport = t->transport,
+                           .spdy_window = t->spdy_window};
+    sl_client_pf_cb cb = {.struct_size = SL_STRUCT_SIZE(sl_client_pf_cb),
+                          .on_upgraded = on_upgraded,
+                          .on_conn_end = pf_conn_end,
+                          .on_end = pf_end};
     for (int i = 0; i < MAX_FORWARDS; i++)
         t->fwd[i].fd = -1;
     int rc = sl_client_pf_new(t->loop, &o, &cb, t, &t->pf);

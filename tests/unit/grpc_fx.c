@@ -11,7 +11,7 @@
 
 #include "grpc_fx.h"
 #include "grpc/grpc_status.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 
 /* ---- client side ------------------------------------------------------- */

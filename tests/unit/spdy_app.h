@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <zlib.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "spdy/spdy_session.h"
 
 #define MAXID 64

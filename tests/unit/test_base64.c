@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 
 /* RFC 4648 §10 vectors: input, standard encoding. */
 static const char *const vectors[][2] = {

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 
 static void append_peek_consume(void **state)

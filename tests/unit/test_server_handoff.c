@@ -93,6 +93,7 @@ static void pf_connect(void *rt, sl_pfconn *conn, const char *sandbox, uint16_t 
 }
 
 static const sl_runtime_ops fake_ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = exec_start,
     .attach_start = attach_start,
     .cancel = cancel,

@@ -44,7 +44,9 @@ static void no_attach(void *rt, sl_proc *proc, const sl_attach_request *req, con
     sl_proc_failed(proc, "none");
 }
 
-static const sl_runtime_ops ops = {.exec_start = no_exec, .attach_start = no_attach};
+static const sl_runtime_ops ops = {.struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
+                                   .exec_start = no_exec,
+                                   .attach_start = no_attach};
 
 static void write_key(const char *path, EVP_PKEY *k)
 {

@@ -87,7 +87,8 @@ static void test_local_observer(void **state)
     (void)state;
     sl_sess_stats s;
     memset(&s, 0, sizeof(s));
-    sl_session_info i = {.kind = SL_STREAM_PORTFORWARD,
+    sl_session_info i = {.struct_size = sizeof(sl_session_info),
+                         .kind = SL_STREAM_PORTFORWARD,
                          .transport = "websocket-tunnel",
                          .protocol = "SPDY/3.1+portforward.k8s.io",
                          .target = "pod"};

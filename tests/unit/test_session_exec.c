@@ -140,6 +140,7 @@ static void attach_stdin_eof(void *rt, sl_proc *proc)
 }
 
 static const sl_runtime_ops ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = exec_start,
     .attach_start = attach_start,
     .resize = resize,
@@ -187,7 +188,8 @@ static void on_error(void *arg, const sl_client_error *err)
     c->err.message = c->message;
 }
 
-static const sl_client_exec_cb cbs = {on_upgraded, on_exit_cb, on_error};
+static const sl_client_exec_cb cbs = {SL_STRUCT_SIZE(sl_client_exec_cb), on_upgraded, on_exit_cb,
+                                      on_error};
 
 static int setup(void **state)
 {
@@ -233,7 +235,8 @@ static void run_exec(cli *c, sl_transport tr, const char *const *cmd, size_t ncm
         sess_pipe(c->err_fd);
     if (in)
         sess_pipe(c->in);
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = tr,
                              .tty = tty,
                              .stdin_fd = c->in[0],
@@ -457,7 +460,8 @@ static void run_attach(cli *c, sl_transport tr, const char *id, bool in)
     sess_pipe(c->err_fd);
     if (in)
         sess_pipe(c->in);
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = tr,
                              .stdin_fd = c->in[0],
                              .stdout_fd = c->out[1],
@@ -498,7 +502,8 @@ static void test_token_used_once(void **state)
     assert_int_equal(sl_server_get_exec(c->fx.srv, &req, &url, &why), SL_OK);
     sess_pipe(c->out);
     sess_pipe(c->err_fd);
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = SL_TRANSPORT_SPDY,
                              .stdin_fd = -1,
                              .stdout_fd = c->out[1],
@@ -628,7 +633,8 @@ static void test_ws_idle_timeout(void **state)
 static void connect_fails(cli *c, const char *url)
 {
     sess_pipe(c->out);
-    sl_client_exec_opts o = {.url = url,
+    sl_client_exec_opts o = {.struct_size = SL_STRUCT_SIZE(sl_client_exec_opts),
+                             .url = url,
                              .transport = SL_TRANSPORT_WEBSOCKET,
                              .stdin_fd = -1,
                              .stdout_fd = c->out[1],

@@ -101,6 +101,7 @@ static void release(void *rt, sl_proc *proc)
 }
 
 static const sl_runtime_ops ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = no_exec,
     .attach_start = no_attach,
     .cancel = cancel,
@@ -156,7 +157,8 @@ static void on_end(void *arg, const sl_client_error *err)
     snprintf(c->end_err, sizeof(c->end_err), "%s", err && err->message ? err->message : "");
 }
 
-static const sl_client_pf_cb cbs = {on_upgraded, on_conn_end, on_end};
+static const sl_client_pf_cb cbs = {SL_STRUCT_SIZE(sl_client_pf_cb), on_upgraded, on_conn_end,
+                                    on_end};
 
 static int setup(void **state)
 {
@@ -196,7 +198,8 @@ static void open_session(cli *c, sl_transport tr, const char *protocol)
     char *url = NULL;
     const char *why = NULL;
     assert_int_equal(sl_server_get_portforward(c->fx.srv, &req, &url, &why), SL_OK);
-    sl_client_pf_opts o = {.url = url, .transport = tr};
+    sl_client_pf_opts o = {
+        .struct_size = SL_STRUCT_SIZE(sl_client_pf_opts), .url = url, .transport = tr};
     assert_int_equal(sl_client_pf_new(&c->fx.loop, &o, &cbs, c, &c->h), SL_OK);
     free(url);
     assert_true(sess_pump(&c->fx, upgraded, c));
@@ -426,7 +429,8 @@ static void bad_token(cli *c, sl_transport tr)
 {
     char url[128];
     snprintf(url, sizeof(url), "%s/portforward/nosuchtoken", sl_server_base_url(c->fx.srv));
-    sl_client_pf_opts o = {.url = url, .transport = tr};
+    sl_client_pf_opts o = {
+        .struct_size = SL_STRUCT_SIZE(sl_client_pf_opts), .url = url, .transport = tr};
     assert_int_equal(sl_client_pf_new(&c->fx.loop, &o, &cbs, c, &c->h), SL_OK);
     assert_true(sess_pump(&c->fx, session_ended, c));
     assert_false(c->end_clean);

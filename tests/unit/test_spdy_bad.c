@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 #include "spdy/spdy_session.h"
 #include "spdy_app.h"

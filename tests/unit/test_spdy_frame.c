@@ -7,7 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "io/bufq.h"
+#include "util/bufq.h"
 #include "sluice/error.h"
 #include "spdy/spdy_frame.h"
 #include "spdy_golden.h"

@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 #include "server/token_cache.h"
 #include "sluice/error.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/url.h"
+#include "util/url.h"
 #include "sluice/error.h"
 
 #define TOK "AbCd-_12xyzXYZ0123456"

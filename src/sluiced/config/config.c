@@ -17,7 +17,7 @@
 #include "mon_proto.h"
 #include "mon_session.h"
 #include "pod/cni.h"
-#include "server/url.h"
+#include "util/url.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "io/base64.h"
+#include "util/base64.h"
 #include "state/state.h"
 
 #define KIND_PODS "pods"

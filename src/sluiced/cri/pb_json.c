@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/base64.h"
+#include "util/base64.h"
 
 static json_t *message(const ProtobufCMessage *m, int depth);
 

@@ -329,6 +329,7 @@ static void pf_connect(void *arg, sl_pfconn *conn, const char *sandbox_id, uint1
 }
 
 static const sl_runtime_ops stream_ops = {
+    .struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
     .exec_start = exec_start,
     .attach_start = attach_start,
     .resize = resize,

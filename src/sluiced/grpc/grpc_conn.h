@@ -21,7 +21,7 @@
 
 #include "grpc/grpc_call.h"
 #include "grpc/grpc_frame.h"
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 /* Concurrent calls per connection (SETTINGS_MAX_CONCURRENT_STREAMS). */
 #define SL_GRPC_DEFAULT_MAX_STREAMS 100u

@@ -1,4 +1,4 @@
-#include "server/url.h"
+#include "util/url.h"
 
 #include <stdio.h>
 #include <stdlib.h>

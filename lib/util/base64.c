@@ -1,4 +1,4 @@
-#include "io/base64.h"
+#include "util/base64.h"
 
 static const char std_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -1,4 +1,4 @@
-#include "io/bufq.h"
+#include "util/bufq.h"
 
 #include <pthread.h>
 #include <stdarg.h>
