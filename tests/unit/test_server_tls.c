@@ -44,9 +44,18 @@ static void no_attach(void *rt, sl_proc *proc, const sl_attach_request *req, con
     sl_proc_failed(proc, "none");
 }
 
+static void no_pf(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port)
+{
+    (void)rt;
+    (void)sandbox_id;
+    (void)port;
+    sl_pfconn_failed(conn, "none");
+}
+
 static const sl_runtime_ops ops = {.struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
                                    .exec_start = no_exec,
-                                   .attach_start = no_attach};
+                                   .attach_start = no_attach,
+                                   .portforward_connect = no_pf};
 
 static void write_key(const char *path, EVP_PKEY *k)
 {
