@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sluice/error.h"
+#include "sess_fx.h"
 #include "sluice/server.h"
 
 /* Serving a session from an fd and the bytes another server read
@@ -103,11 +104,7 @@ static const sl_runtime_ops fake_ops = {
 
 /* ---- the client side ---- */
 
-typedef struct acc {
-    char buf[65536];
-    size_t len;
-    bool eof;
-} acc;
+typedef sess_acc acc; /* sess_fx.h */
 
 static const char WS_HEAD_FMT[] = "GET %s HTTP/1.1\r\n"
                                   "Host: localhost\r\n"
@@ -143,21 +140,6 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void drain(int fd, acc *a)
-{
-    for (;;) {
-        ssize_t n = read(fd, a->buf + a->len, sizeof(a->buf) - 1 - a->len);
-        if (n > 0) {
-            a->len += (size_t)n;
-            a->buf[a->len] = '\0';
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR))
-            a->eof = true;
-        return;
-    }
-}
-
 /* Runs the loop and reads fd (-1: none) until done(a, arg) or the wait ends. */
 static bool pump(uv_loop_t *loop, int fd, acc *a, bool (*done)(acc *a, void *arg), void *arg)
 {
@@ -165,7 +147,7 @@ static bool pump(uv_loop_t *loop, int fd, acc *a, bool (*done)(acc *a, void *arg
     while (now_ms() < end) {
         uv_run(loop, UV_RUN_NOWAIT);
         if (fd >= 0 && !a->eof)
-            drain(fd, a);
+            sess_drain(fd, a);
         if (done(a, arg))
             return true;
         usleep(1000);
@@ -376,7 +358,7 @@ static void test_adopt_bad_heads(void **state)
     sl_stream_request bad = {.kind = (sl_stream_kind)9};
     assert_int_equal(sl_server_adopt(f->srv, sv[1], NULL, 0, &bad, NULL), SL_ERR_INVAL);
     acc a = {0};
-    drain(sv[0], &a);
+    sess_drain(sv[0], &a);
     assert_true(a.eof);
     assert_int_equal(a.len, 0);
     close(sv[0]);
@@ -563,7 +545,7 @@ static void test_handoff_outlives_server(void **state)
     close_server(f, f->srv);
     sl_handoff_done(r.held, SL_HANDOFF_TAKEN, NULL);
     /* The receiver's copy keeps the connection: no EOF reached the client. */
-    drain(fd, &a);
+    sess_drain(fd, &a);
     assert_false(a.eof);
     close(r.held_fd);
     close(fd);
