@@ -143,7 +143,8 @@ describe('a pod start cut by sluiced\'s death is undone by the next sluiced', { 
       await Promise.all(runs);
       await sd.launch();
       const s = await converged(sd);
-      assert.deepEqual(s.stray, [], `after a kill at ${delay} ms: ${JSON.stringify(s)}`);
+      assert.deepEqual(s.stray, [], `after a kill at ${delay} ms: ${JSON.stringify(s)}\n` +
+        sd.proc.stderr.split('\n').filter((l) => /cut|pod/.test(l)).join('\n'));
       cuts += sd.proc.stderr.match(CUT_LOG)?.length ?? 0;
       await sd.removeAllPods();
       const left = await converged(sd);

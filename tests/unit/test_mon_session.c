@@ -99,8 +99,9 @@ static void test_bad_requests(void **st)
 static void test_limits(void **st)
 {
     (void)st;
-    sl_mon_session_limits in;
+    sl_mon_session_limits in = {0};
     sl_server_config_init(&in.stream);
+    in.exec_native = true;
     in.stream.idle_timeout_ms = 5000;
     in.stream.output_high_water = 1234;
     in.stream.max_sessions = 7;
@@ -121,6 +122,7 @@ static void test_limits(void **st)
     assert_int_equal(out.attach_backlog, 8u << 20);
     assert_int_equal(out.exec_max_concurrent, 3);
     assert_int_equal(out.exec_queue_max, 0);
+    assert_true(out.exec_native);
     assert_int_equal(out.stream.max_ws_message, SL_DEFAULT_MAX_WS_MESSAGE);
     json_decref(j);
     /* absent: the defaults */
@@ -129,6 +131,7 @@ static void test_limits(void **st)
     assert_int_equal(out.pf_connect_timeout_ms, SL_MON_PF_CONNECT_TIMEOUT_MS);
     assert_int_equal(out.stream.tty_size_wait_ms, SL_DEFAULT_TTY_SIZE_WAIT_MS);
     assert_int_equal(out.attach_backlog, 0); /* the monitor's default */
+    assert_false(out.exec_native);           /* runc unless asked */
     assert_int_equal(out.exec_max_concurrent, SL_MON_EXEC_MAX_CONCURRENT);
     assert_int_equal(out.exec_queue_max, SL_MON_EXEC_QUEUE_MAX);
     const char *bad[] = {"[]",

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cri/pod_net.h"
 #include "fsutil.h"
@@ -20,6 +21,12 @@
 #define SWEEP_MAX_CONFIG (16u << 20)
 #define SWEEP_MAX_RESULT (1u << 20)
 #define SWEEP_MAX_PROC_FILE (64u << 10)
+/* Killing a cut start's processes: rounds of a /proc scan, each waiting at
+ * most this long for what it killed to be gone (SIGKILL is near-instant;
+ * this runs once per cut start, at sluiced's start). */
+#define SWEEP_KILL_ROUNDS 5
+#define SWEEP_KILL_WAIT_MS 2000
+#define SWEEP_MAX_PROCS 64
 
 int sl_pod_start_note_config(const char *run_dir, const Runtime__V1__PodSandboxConfig *c,
                              sl_error *e)
@@ -69,39 +76,77 @@ static char *proc_file(pid_t pid, const char *name, size_t *len)
     return read_in(dir, name, SWEEP_MAX_PROC_FILE, len);
 }
 
-/* The monitor recorded in run_dir/mon.pid, killed when its command line
- * still names run_dir (a pid reused since names another program). Its
- * reaper exits once its children are gone and lets the pid-namespace
- * holder go. */
-static void kill_monitor(const char *run_dir)
+/* Whether pid is one of the pod's: its monitor (`sluice-mon ... --run-dir
+ * RUN_DIR`), its reaper (`sluice-reaper RUN_DIR PID`), or a CNI plugin the
+ * dead sluiced started for it (cni_env, `CNI_CONTAINERID=<id>`, in its
+ * environment: an ADD finishing after our DEL would keep its address). A
+ * monitor may be still starting — mon.pid not written yet — so processes
+ * are found by what they run for, not by a pid file. */
+static bool pod_owns(pid_t pid, const char *run_dir, const char *cni_env)
 {
-    SL_AUTOFREE char *text = read_in(run_dir, "mon.pid", 64, NULL);
-    pid_t pid = text ? (pid_t)atoi(text) : 0;
     size_t len = 0;
-    SL_AUTOFREE char *cmd = pid > 1 ? proc_file(pid, "cmdline", &len) : NULL;
-    if (cmd && has_string(cmd, len, "--run-dir") && has_string(cmd, len, run_dir))
-        kill(pid, SIGKILL);
+    SL_AUTOFREE char *cmd = proc_file(pid, "cmdline", &len);
+    if (cmd && len) {
+        const char *slash = strrchr(cmd, '/'); /* within argv[0] */
+        const char *name = slash ? slash + 1 : cmd;
+        size_t n0 = strlen(cmd) + 1;
+        if (!strcmp(name, "sluice-mon") && has_string(cmd, len, "--run-dir") &&
+            has_string(cmd, len, run_dir))
+            return true;
+        if (!strcmp(name, "sluice-reaper") && n0 < len && !strcmp(cmd + n0, run_dir))
+            return true;
+    }
+    SL_AUTOFREE char *env = proc_file(pid, "environ", &len);
+    return env && has_string(env, len, cni_env);
 }
 
-/* CNI plugins the dead sluiced started for the pod and that still run: an
- * ADD finishing after our DEL would keep its address for good. */
-static void kill_cni_plugins(const char (*pod_id)[SL_ID_HEX + 1])
+/* SIGKILLs the pod's processes; returns how many (at most max in pids). */
+static size_t kill_round(const char *run_dir, const char *cni_env, pid_t *pids, size_t max)
 {
-    char want[sizeof("CNI_CONTAINERID=") + SL_ID_HEX];
-    snprintf(want, sizeof(want), "CNI_CONTAINERID=%s", *pod_id);
+    size_t n = 0;
     DIR *d = opendir("/proc");
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (!isdigit((unsigned char)de->d_name[0]))
-            continue;
-        size_t len = 0;
-        pid_t pid = (pid_t)atoi(de->d_name);
-        SL_AUTOFREE char *env = proc_file(pid, "environ", &len);
-        if (env && has_string(env, len, want))
-            kill(pid, SIGKILL);
+        pid_t pid = isdigit((unsigned char)de->d_name[0]) ? (pid_t)atoi(de->d_name) : 0;
+        if (pid > 1 && pid != getpid() && pod_owns(pid, run_dir, cni_env) &&
+            kill(pid, SIGKILL) == 0 && n < max)
+            pids[n++] = pid;
     }
     if (d)
         closedir(d);
+    return n;
+}
+
+static bool gone(pid_t pid)
+{
+    SL_AUTOFREE char *stat = proc_file(pid, "stat", NULL);
+    const char *paren = stat ? strrchr(stat, ')') : NULL;
+    return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+/* Kills the pod's processes and waits (bounded) until they are gone, again
+ * while a round finds any: a monitor killed between its fork and its
+ * child's start leaves that child to find. */
+static void kill_pod_procs(const char *run_dir, const char (*pod_id)[SL_ID_HEX + 1])
+{
+    char cni_env[sizeof("CNI_CONTAINERID=") + SL_ID_HEX];
+    snprintf(cni_env, sizeof(cni_env), "CNI_CONTAINERID=%s", *pod_id);
+    pid_t pids[SWEEP_MAX_PROCS];
+    for (int round = 0; round < SWEEP_KILL_ROUNDS; round++) {
+        size_t n = kill_round(run_dir, cni_env, pids, SWEEP_MAX_PROCS);
+        if (n == 0)
+            return;
+        for (int waited = 0; waited < SWEEP_KILL_WAIT_MS; waited += 10) {
+            size_t left = 0;
+            for (size_t i = 0; i < n; i++)
+                left += !gone(pids[i]);
+            if (!left)
+                break;
+            usleep(10000);
+        }
+    }
+    sl_log(SL_LOG_WARN, "processes of a pod whose start was cut keep coming back", "pod", *pod_id,
+           NULL);
 }
 
 /* ---- one pod ---- */
@@ -109,6 +154,7 @@ static void kill_cni_plugins(const char (*pod_id)[SL_ID_HEX + 1])
 typedef struct sweep_op {
     char id[SL_ID_HEX + 1];
     char *run_dir;
+    const char *state_dir; /* sluiced's */
 } sweep_op;
 
 static void sweep_finish(sweep_op *op, const char *net)
@@ -122,6 +168,8 @@ static void sweep_finish(sweep_op *op, const char *net)
         rc = sl_pod_pidns_release(ns_dir, &e);
     if (rc == 0)
         rc = sl_rm_rf(op->run_dir, &e);
+    if (rc == 0)
+        rc = sl_state_remove(op->state_dir, "pods", op->id, &e);
     if (rc < 0)
         sl_log(SL_LOG_ERROR, "a pod whose start was cut could not be removed", "pod", op->id,
                "error", e.msg, NULL);
@@ -186,19 +234,23 @@ static void sweep_one(sl_rt *rt, const char *id)
         return;
     }
     memcpy(op->id, id, SL_ID_HEX); /* is_pod_id: exactly SL_ID_HEX */
-    kill_monitor(op->run_dir);
-    kill_cni_plugins(&op->id);
+    op->state_dir = rt->cfg->state_dir;
+    kill_pod_procs(op->run_dir, &op->id);
     if (!release_network(rt, op))
         sweep_finish(op, "none to release");
 }
 
-/* A pod with a state directory was recorded, even if its record could
- * not be read now: never sweep it. */
+/* A pod whose record file exists was recorded, even if the record could
+ * not be read now: never sweep it. A state directory without its record is
+ * a save cut by the same death (the record is written to a temporary file
+ * and renamed): that pod was never answered; the sweep removes the
+ * directory too. */
 static bool recorded(const sl_rt *rt, const char *id)
 {
     SL_AUTOFREE char *dir = sl_state_dir(rt->cfg->state_dir, "pods", id);
+    SL_AUTOFREE char *rec = dir ? sl_path_join(dir, "record.json") : NULL;
     struct stat st;
-    return !dir || stat(dir, &st) == 0;
+    return !rec || stat(rec, &st) == 0;
 }
 
 void sl_pod_sweep_cut_starts(sl_rt *rt)
