@@ -401,7 +401,10 @@ int mon_reaper_main(const char *run_dir, const char *monitor);
  * life: the holder's lifeline write end for the reaper to keep, or -1. */
 int mon_reaper_fork(const char *run_dir, int life, sl_error *e);
 
-/* mon_bundle.c: what a bundle's config.json says about its pid namespace */
+/* mon_bundle.c: a bundle's config.json, parsed (an object); NULL (*e) when
+ * it cannot be read or is not a JSON object. */
+json_t *mon_bundle_config(const char *bundle, sl_error *e);
+/* What a bundle's config.json says about its pid namespace. */
 typedef enum { MON_PIDNS_OWN, MON_PIDNS_HOST, MON_PIDNS_JOIN } mon_pidns_kind;
 /* The kind, and for MON_PIDNS_JOIN the path (malloc'd into *path).
  * Returns 0 or -1 (*e) when the file cannot be read or parsed. */

@@ -30,21 +30,29 @@ static int pidns_of(const json_t *cfg, mon_pidns_kind *kind, char **path, sl_err
     return 0;
 }
 
-int mon_bundle_pidns(const char *bundle, mon_pidns_kind *kind, char **path, sl_error *e)
+json_t *mon_bundle_config(const char *bundle, sl_error *e)
 {
     SL_AUTOFREE char *file = sl_path_join(bundle, "config.json");
     SL_AUTOFREE char *text = NULL;
     size_t len;
-    *path = NULL;
     if (!file)
-        return sl_error_set(e, ENOMEM, "bundle");
+        return sl_error_set(e, ENOMEM, "bundle"), NULL;
     if (sl_read_file(file, SL_MON_BUNDLE_CONFIG_MAX, &text, &len, e) < 0)
-        return -1;
+        return NULL;
     json_t *cfg = json_loadb(text, len, 0, NULL);
     if (!json_is_object(cfg)) {
         json_decref(cfg);
-        return sl_error_set(e, EINVAL, "%s is not a JSON object", file);
+        return sl_error_set(e, EINVAL, "%s is not a JSON object", file), NULL;
     }
+    return cfg;
+}
+
+int mon_bundle_pidns(const char *bundle, mon_pidns_kind *kind, char **path, sl_error *e)
+{
+    *path = NULL;
+    json_t *cfg = mon_bundle_config(bundle, e);
+    if (!cfg)
+        return -1;
     int rc = pidns_of(cfg, kind, path, e);
     json_decref(cfg);
     return rc;

@@ -286,17 +286,14 @@ static void set_term(json_t *p)
 static char *process_json(const char *bundle, const json_t *cmd, bool tty, int w, int h,
                           sl_error *e)
 {
-    SL_AUTOFREE char *path = sl_path_join(bundle, "config.json");
-    SL_AUTOFREE char *text = NULL;
-    size_t len;
-    if (!path || sl_read_file(path, SL_MON_BUNDLE_CONFIG_MAX, &text, &len, e) < 0)
+    json_t *cfg = mon_bundle_config(bundle, e);
+    if (!cfg)
         return NULL;
-    json_t *cfg = json_loadb(text, len, 0, NULL);
     json_t *p = json_deep_copy(json_object_get(cfg, "process"));
     json_decref(cfg);
     if (!json_is_object(p)) {
         json_decref(p);
-        return sl_error_set(e, EINVAL, "%s has no process object", path), NULL;
+        return sl_error_set(e, EINVAL, "%s/config.json has no process object", bundle), NULL;
     }
     json_object_set_new(p, "args", json_deep_copy(cmd));
     json_object_set_new(p, "terminal", json_boolean(tty));

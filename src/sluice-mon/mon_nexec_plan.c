@@ -443,17 +443,13 @@ static int plan_fill(mon_nexec_plan *p, const json_t *cfg, const json_t *cmd, sl
 mon_nexec_plan *mon_nexec_plan_new(const char *bundle, pid_t init, const json_t *cmd, bool tty,
                                    int w, int h, sl_error *e)
 {
-    SL_AUTOFREE char *path = sl_path_join(bundle, "config.json");
-    SL_AUTOFREE char *text = NULL;
-    size_t len;
-    if (!path || sl_read_file(path, SL_MON_BUNDLE_CONFIG_MAX, &text, &len, e) < 0)
+    json_t *cfg = mon_bundle_config(bundle, e);
+    if (!cfg)
         return NULL;
-    json_t *cfg = json_loadb(text, len, 0, NULL);
     mon_nexec_plan *p = calloc(1, sizeof(*p));
-    if (!cfg || !p) {
+    if (!p) {
         json_decref(cfg);
-        free(p);
-        return sl_error_set(e, cfg ? ENOMEM : EINVAL, "cannot read %s", path), NULL;
+        return sl_error_set(e, ENOMEM, "native exec plan"), NULL;
     }
     p->init = init;
     p->tty = tty;
