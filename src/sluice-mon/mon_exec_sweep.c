@@ -19,24 +19,13 @@
 #include <unistd.h>
 
 #include "mon.h"
+#include "proc_stat.h"
 
 #define SWEEP_CHILDREN_TEXT 65536 /* bytes of one task's children list */
 
 int mon_proc_starttime(pid_t pid, unsigned long long *t)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* comm may hold spaces */
-    /* after ") ": state is field 3; starttime is field 22 */
-    for (int field = 2; p && field < 22; field++)
-        p = strchr(p + 1, ' ');
-    return p && sscanf(p + 1, "%llu", t) == 1 ? 0 : -1;
+    return sl_proc_stat(pid, NULL, t);
 }
 
 static int mnt_ns(pid_t pid, ino_t *ino)

@@ -12,6 +12,7 @@
 #include "cri/mon_adopt.h"
 #include "cri/mon_client.h"
 #include "fsutil.h"
+#include "proc_stat.h"
 #include "sl_log.h"
 
 #define MON_COMM "sluice-mon"
@@ -44,22 +45,9 @@ static bool read_proc(pid_t pid, const char *what, char **text)
     return sl_read_file(path, PROC_TEXT_MAX, text, NULL, &e) == 0;
 }
 
-/* The process's state letter and start time (clock ticks after boot), the
- * 3rd and 22nd fields of /proc/PID/stat; false when it is gone. */
 static bool proc_stat(pid_t pid, char *state, unsigned long long *start)
 {
-    SL_AUTOFREE char *text = NULL;
-    if (!read_proc(pid, "stat", &text))
-        return false;
-    const char *p = strrchr(text, ')'); /* the name may hold spaces and ')' */
-    if (!p || sscanf(p + 1, " %c", state) != 1)
-        return false;
-    for (int field = 3; field <= 22; field++) { /* to the space before field 22 */
-        p = strchr(p + 1, ' ');
-        if (!p)
-            return false;
-    }
-    return sscanf(p + 1, "%llu", start) == 1;
+    return sl_proc_stat(pid, state, start) == 0;
 }
 
 static bool proc_is_monitor(pid_t pid)

@@ -12,6 +12,7 @@
 #include "fsutil.h"
 #include "pod/netns.h"
 #include "pod/pidns.h"
+#include "proc_stat.h"
 #include "sl_log.h"
 #include "state/state.h"
 
@@ -119,9 +120,8 @@ static size_t kill_round(const char *run_dir, const char *cni_env, pid_t *pids, 
 
 static bool gone(pid_t pid)
 {
-    SL_AUTOFREE char *stat = proc_file(pid, "stat", NULL);
-    const char *paren = stat ? strrchr(stat, ')') : NULL;
-    return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+    char state;
+    return sl_proc_stat(pid, &state, NULL) < 0 || state == 'Z' || state == 'X';
 }
 
 /* Kills the pod's processes and waits (bounded) until they are gone, again
