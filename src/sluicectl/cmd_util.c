@@ -166,10 +166,10 @@ void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out 
 ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
                                       ctl_arena *a)
 {
-    char err[1024];
-    ProtobufCMessage *m = ctl_doc_load(path, d, a, err, sizeof err);
+    sl_error e;
+    ProtobufCMessage *m = ctl_doc_load(path, d, a, &e);
     if (!m)
-        ctl_err(c, "%s", err);
+        ctl_err(c, "%s", e.msg);
     return m;
 }
 

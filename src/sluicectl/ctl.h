@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cri_client.h"
+#include "sys_error.h"
 #include "grpc/api.pb-c.h"
 
 #define CTL_NAME "sluicectl"
@@ -179,10 +180,10 @@ json_t *ctl_msg_to_json(const ProtobufCMessage *m);
 typedef struct ctl_arena ctl_arena;
 ctl_arena *ctl_arena_new(void);
 void ctl_arena_free(ctl_arena *a);
-/* A message of d from a JSON tree, allocated in a; NULL with err saying
+/* A message of d from a JSON tree, allocated in a; NULL with e saying
  * where ("metadata.nmespace: unknown field (not in PodSandboxMetadata)"). */
 ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j, ctl_arena *a,
-                                  char *err, size_t errlen);
+                                  sl_error *e);
 /* The field of d named key (proto name or lowerCamelCase), or NULL. */
 const ProtobufCFieldDescriptor *ctl_pb_field(const ProtobufCMessageDescriptor *d, const char *key);
 /* A map<string, X> field (a repeated *Entry message with key and value). */
@@ -194,14 +195,14 @@ bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f);
  * document; anchors and aliases; at most CTL_MAX_CONFIG_NODES nodes). A
  * plain YAML scalar takes the type of the field it fills: `uid: 123` is
  * the string "123", `privileged: yes` is true, `network: NODE` or `2` an
- * enum. NULL with err naming the file and the line and column (JSON
- * syntax, YAML syntax, YAML unknown fields) or the field's path. */
+ * enum. NULL with e naming the file and the line and column (JSON
+ * syntax, YAML syntax, YAML unknown fields) or the field's path (e->errnum
+ * set when the file could not be read). */
 ProtobufCMessage *ctl_doc_load(const char *path, const ProtobufCMessageDescriptor *d, ctl_arena *a,
-                               char *err, size_t errlen);
+                               sl_error *e);
 /* The same for text already in memory; name stands for the file. */
 ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
-                                const ProtobufCMessageDescriptor *d, ctl_arena *a, char *err,
-                                size_t errlen);
+                                const ProtobufCMessageDescriptor *d, ctl_arena *a, sl_error *e);
 /* ---- logs --since (since.c) ----
  * As crictl (docker's GetTimestamp): a Go duration back from now, cut to
  * whole seconds ("42m", "1h30m", "-5s"); an RFC 3339 date or time, local

@@ -22,15 +22,14 @@ typedef struct yconv {
     yaml_document_t *doc;
     const char *name;
     size_t nodes;
-    char *err;
-    size_t errlen;
+    sl_error *e;
     char path[256]; /* the field being converted, for errors */
 } yconv;
 
 static json_t *yfail(yconv *y, const yaml_node_t *n, const char *what, const char *detail)
 {
-    snprintf(y->err, y->errlen, "%s:%zu:%zu: %s%s%s%s", y->name, n->start_mark.line + 1,
-             n->start_mark.column + 1, y->path, y->path[0] ? ": " : "", what, detail);
+    sl_error_set(y->e, 0, "%s:%zu:%zu: %s%s%s%s", y->name, n->start_mark.line + 1,
+                 n->start_mark.column + 1, y->path, y->path[0] ? ": " : "", what, detail);
     return NULL;
 }
 
@@ -240,17 +239,17 @@ static json_t *conv_msg(yconv *y, yaml_node_t *n, const ProtobufCMessageDescript
     return out;
 }
 
-static void parser_fail(const yaml_parser_t *p, const char *name, char *err, size_t errlen)
+static void parser_fail(const yaml_parser_t *p, const char *name, sl_error *e)
 {
     const yaml_mark_t *m = p->problem ? &p->problem_mark : &p->context_mark;
-    snprintf(err, errlen, "%s:%zu:%zu: %s%s%s", name, m->line + 1, m->column + 1,
-             p->problem ? p->problem : "not YAML", p->context ? " " : "",
-             p->context ? p->context : "");
+    sl_error_set(e, 0, "%s:%zu:%zu: %s%s%s", name, m->line + 1, m->column + 1,
+                 p->problem ? p->problem : "not YAML", p->context ? " " : "",
+                 p->context ? p->context : "");
 }
 
-/* Loads the one document of text; 0, or -1 with err. */
-static int load_doc(const char *text, size_t len, const char *name, yaml_document_t *doc, char *err,
-                    size_t errlen)
+/* Loads the one document of text; 0, or -1 with e. */
+static int load_doc(const char *text, size_t len, const char *name, yaml_document_t *doc,
+                    sl_error *e)
 {
     yaml_parser_t p;
     yaml_document_t extra;
@@ -258,19 +257,19 @@ static int load_doc(const char *text, size_t len, const char *name, yaml_documen
     yaml_parser_initialize(&p);
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     if (!yaml_parser_load(&p, doc)) {
-        parser_fail(&p, name, err, errlen);
+        parser_fail(&p, name, e);
     } else if (!yaml_document_get_root_node(doc)) {
-        snprintf(err, errlen, "%s: no YAML or JSON document in it", name);
+        sl_error_set(e, 0, "%s: no YAML or JSON document in it", name);
         yaml_document_delete(doc);
     } else if (!yaml_parser_load(&p, &extra)) {
-        parser_fail(&p, name, err, errlen);
+        parser_fail(&p, name, e);
         yaml_document_delete(doc);
     } else {
         bool more = yaml_document_get_root_node(&extra) != NULL;
         yaml_document_delete(&extra);
         rc = more ? -1 : 0;
         if (more) {
-            snprintf(err, errlen, "%s: holds more than one YAML document (a config is one)", name);
+            sl_error_set(e, 0, "%s: holds more than one YAML document (a config is one)", name);
             yaml_document_delete(doc);
         }
     }
@@ -279,12 +278,12 @@ static int load_doc(const char *text, size_t len, const char *name, yaml_documen
 }
 
 static json_t *yaml_tree(const char *text, size_t len, const char *name,
-                         const ProtobufCMessageDescriptor *d, char *err, size_t errlen)
+                         const ProtobufCMessageDescriptor *d, sl_error *e)
 {
     yaml_document_t doc;
-    if (load_doc(text, len, name, &doc, err, errlen) < 0)
+    if (load_doc(text, len, name, &doc, e) < 0)
         return NULL;
-    yconv y = {.doc = &doc, .name = name, .err = err, .errlen = errlen};
+    yconv y = {.doc = &doc, .name = name, .e = e};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     json_t *j = root->type == YAML_MAPPING_NODE
                     ? conv_msg(&y, root, d, 0)
@@ -293,42 +292,40 @@ static json_t *yaml_tree(const char *text, size_t len, const char *name,
     return j;
 }
 
-static json_t *json_tree(const char *text, size_t len, const char *name, char *err, size_t errlen)
+static json_t *json_tree(const char *text, size_t len, const char *name, sl_error *e)
 {
     json_error_t je;
     json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!j)
-        snprintf(err, errlen, "%s:%d:%d: %s (a file starting with '{' is read as JSON)", name,
-                 je.line, je.column, je.text);
+        sl_error_set(e, 0, "%s:%d:%d: %s (a file starting with '{' is read as JSON)", name, je.line,
+                     je.column, je.text);
     return j;
 }
 
 ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
-                                const ProtobufCMessageDescriptor *d, ctl_arena *a, char *err,
-                                size_t errlen)
+                                const ProtobufCMessageDescriptor *d, ctl_arena *a, sl_error *e)
 {
     size_t lead = 0;
     while (lead < len && strchr(" \t\r\n", text[lead]))
         lead++;
-    json_t *j = lead < len && text[lead] == '{' ? json_tree(text, len, name, err, errlen)
-                                                : yaml_tree(text, len, name, d, err, errlen);
+    json_t *j = lead < len && text[lead] == '{' ? json_tree(text, len, name, e)
+                                                : yaml_tree(text, len, name, d, e);
     if (!j)
         return NULL;
-    char why[512];
-    ProtobufCMessage *m = ctl_json_to_msg(d, j, a, why, sizeof why);
+    ProtobufCMessage *m = ctl_json_to_msg(d, j, a, e);
     json_decref(j);
     if (!m)
-        snprintf(err, errlen, "%s: %s: %s", name, d->short_name, why);
+        sl_error_wrap(e, "%s: %s", name, d->short_name);
     return m;
 }
 
-/* The whole file, at most CTL_MAX_CONFIG_FILE bytes; NULL with err. */
-static char *read_small(const char *path, size_t *len, char *err, size_t errlen)
+/* The whole file, at most CTL_MAX_CONFIG_FILE bytes; NULL with e. */
+static char *read_small(const char *path, size_t *len, sl_error *e)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        sl_error_set(e, errno, "%s", path);
         if (fd >= 0)
             close(fd);
         return NULL;
@@ -336,16 +333,21 @@ static char *read_small(const char *path, size_t *len, char *err, size_t errlen)
     char *buf = malloc(CTL_MAX_CONFIG_FILE + 1);
     size_t n = 0;
     ssize_t r = 1;
+    int read_errno = 0;
     while (buf && r > 0 && n <= CTL_MAX_CONFIG_FILE)
         if ((r = read(fd, buf + n, CTL_MAX_CONFIG_FILE + 1 - n)) > 0)
             n += (size_t)r;
+        else if (r < 0)
+            read_errno = errno; /* before close() can change errno */
     close(fd);
     if (!buf || r < 0 || n > CTL_MAX_CONFIG_FILE) {
         if (buf && r >= 0)
-            snprintf(err, errlen, "%s: larger than %u bytes, which no config is", path,
-                     CTL_MAX_CONFIG_FILE);
+            sl_error_set(e, 0, "%s: larger than %u bytes, which no config is", path,
+                         CTL_MAX_CONFIG_FILE);
+        else if (buf)
+            sl_error_set(e, read_errno, "%s", path);
         else
-            snprintf(err, errlen, "%s: %s", path, buf ? strerror(errno) : "out of memory");
+            sl_error_set(e, 0, "%s: out of memory", path);
         free(buf);
         return NULL;
     }
@@ -354,13 +356,13 @@ static char *read_small(const char *path, size_t *len, char *err, size_t errlen)
 }
 
 ProtobufCMessage *ctl_doc_load(const char *path, const ProtobufCMessageDescriptor *d, ctl_arena *a,
-                               char *err, size_t errlen)
+                               sl_error *e)
 {
     size_t len;
-    char *text = read_small(path, &len, err, errlen);
+    char *text = read_small(path, &len, e);
     if (!text)
         return NULL;
-    ProtobufCMessage *m = ctl_doc_parse(text, len, path, d, a, err, errlen);
+    ProtobufCMessage *m = ctl_doc_parse(text, len, path, d, a, e);
     free(text);
     return m;
 }

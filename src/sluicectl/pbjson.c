@@ -9,7 +9,7 @@
  * by name or number, integers as numbers or decimal strings; an unknown
  * field is an error (it is almost always a typo). Everything is allocated
  * in an arena freed at once. YAML files reach this as JSON trees
- * (docload.c). Nothing here prints: errors are returned as text. */
+ * (docload.c). Nothing here prints: errors are returned in an sl_error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,14 +241,13 @@ json_t *ctl_msg_to_json(const ProtobufCMessage *m)
 
 typedef struct in_ctx {
     ctl_arena *a;
-    char *err;
-    size_t errlen;
+    sl_error *e;
     char path[256]; /* where we are, for errors */
 } in_ctx;
 
 static int fail(in_ctx *x, const char *what, const char *detail)
 {
-    snprintf(x->err, x->errlen, "%s%s%s", x->path[0] ? x->path : "(top level)", what, detail);
+    sl_error_set(x->e, 0, "%s%s%s", x->path[0] ? x->path : "(top level)", what, detail);
     return -1;
 }
 
@@ -444,8 +443,8 @@ static ProtobufCMessage *msg_in(in_ctx *x, const ProtobufCMessageDescriptor *d, 
 }
 
 ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j, ctl_arena *a,
-                                  char *err, size_t errlen)
+                                  sl_error *e)
 {
-    in_ctx x = {.a = a, .err = err, .errlen = errlen};
+    in_ctx x = {.a = a, .e = e};
     return msg_in(&x, d, j, 0);
 }

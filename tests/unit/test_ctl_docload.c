@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@
 
 typedef struct fx {
     ctl_arena *a;
-    char err[1024];
+    sl_error err;
 } fx;
 
 static int setup(void **state)
@@ -67,8 +68,8 @@ static int teardown(void **state)
 
 static ProtobufCMessage *parse(fx *f, const char *text, const ProtobufCMessageDescriptor *d)
 {
-    f->err[0] = '\0';
-    return ctl_doc_parse(text, strlen(text), "cfg.yaml", d, f->a, f->err, sizeof f->err);
+    sl_error_clear(&f->err);
+    return ctl_doc_parse(text, strlen(text), "cfg.yaml", d, f->a, &f->err);
 }
 
 static Runtime__V1__PodSandboxConfig *pod(fx *f, const char *text)
@@ -89,8 +90,8 @@ static const char *map_get(ProtobufCMessage **ents, size_t n, const char *key)
 static void expect_err(fx *f, const char *text, const char *want)
 {
     assert_null(pod(f, text));
-    if (!strstr(f->err, want))
-        fail_msg("error \"%s\" lacks \"%s\"", f->err, want);
+    if (!strstr(f->err.msg, want))
+        fail_msg("error \"%s\" lacks \"%s\"", f->err.msg, want);
 }
 
 static void test_yaml_pod_as_crictl_writes_it(void **state)
@@ -224,19 +225,19 @@ static void test_files(void **state)
     assert_true(fd >= 0);
     const char *small = "metadata: {name: from-file}\n";
     assert_int_equal(write(fd, small, strlen(small)), (ssize_t)strlen(small));
-    Runtime__V1__PodSandboxConfig *p = (void *)ctl_doc_load(
-        path, &runtime__v1__pod_sandbox_config__descriptor, f->a, f->err, sizeof f->err);
+    Runtime__V1__PodSandboxConfig *p =
+        (void *)ctl_doc_load(path, &runtime__v1__pod_sandbox_config__descriptor, f->a, &f->err);
     assert_non_null(p);
     assert_string_equal(p->metadata->name, "from-file");
     assert_int_equal(ftruncate(fd, CTL_MAX_CONFIG_FILE + 1), 0);
-    assert_null(ctl_doc_load(path, &runtime__v1__pod_sandbox_config__descriptor, f->a, f->err,
-                             sizeof f->err));
-    assert_non_null(strstr(f->err, "larger than 1048576 bytes"));
+    assert_null(ctl_doc_load(path, &runtime__v1__pod_sandbox_config__descriptor, f->a, &f->err));
+    assert_non_null(strstr(f->err.msg, "larger than 1048576 bytes"));
+    assert_int_equal(f->err.errnum, 0);
     close(fd);
     unlink(path);
-    assert_null(ctl_doc_load(path, &runtime__v1__pod_sandbox_config__descriptor, f->a, f->err,
-                             sizeof f->err));
-    assert_non_null(strstr(f->err, "No such file or directory"));
+    assert_null(ctl_doc_load(path, &runtime__v1__pod_sandbox_config__descriptor, f->a, &f->err));
+    assert_non_null(strstr(f->err.msg, "No such file or directory"));
+    assert_int_equal(f->err.errnum, ENOENT);
 }
 
 int main(void)
