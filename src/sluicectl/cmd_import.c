@@ -120,27 +120,28 @@ static json_t *read_json_entry(struct archive *ar, int64_t size)
     return j;
 }
 
-/* Returns 0 with the names found, or -1 (printed). */
-static int tarball_names(ctl *c, const char *path, names *ns)
+/* Returns 0 with the names found, or -1 with e. */
+static int tarball_names(const char *path, names *ns, sl_error *e)
 {
     struct archive *ar = archive_read_new();
     archive_read_support_filter_all(ar);
     archive_read_support_format_tar(ar);
     if (archive_read_open_filename(ar, path, COPY_CHUNK) != ARCHIVE_OK) {
-        ctl_err(c, "%s: not a readable tarball: %s", path, archive_error_string(ar));
+        sl_error_set(e, 0, "%s: not a readable tarball: %s", path, archive_error_string(ar));
+        e->errnum = archive_errno(ar) > 0 ? archive_errno(ar) : 0;
         archive_read_free(ar);
         return -1;
     }
-    struct archive_entry *e;
+    struct archive_entry *ent;
     bool layout = false;
     int r;
-    while ((r = archive_read_next_header(ar, &e)) == ARCHIVE_OK) {
-        const char *p = archive_entry_pathname(e);
+    while ((r = archive_read_next_header(ar, &ent)) == ARCHIVE_OK) {
+        const char *p = archive_entry_pathname(ent);
         if (p && !strncmp(p, "./", 2))
             p += 2;
         if (!p || (strcmp(p, "index.json") && strcmp(p, "manifest.json")))
             continue;
-        json_t *j = read_json_entry(ar, archive_entry_size(e));
+        json_t *j = read_json_entry(ar, archive_entry_size(ent));
         if (j && !strcmp(p, "index.json"))
             oci_names(j, ns);
         else if (j)
@@ -149,18 +150,16 @@ static int tarball_names(ctl *c, const char *path, names *ns)
         json_decref(j);
     }
     if (r != ARCHIVE_EOF) {
-        ctl_err(c, "%s: not a readable tarball: %s", path, archive_error_string(ar));
+        sl_error_set(e, 0, "%s: not a readable tarball: %s", path, archive_error_string(ar));
         archive_read_free(ar);
         return -1;
     }
     archive_read_free(ar);
-    if (!layout) {
-        ctl_err(c,
-                "%s: neither an OCI image layout (index.json) nor a docker-archive "
-                "(manifest.json)",
-                path);
-        return -1;
-    }
+    if (!layout)
+        return sl_error_set(e, 0,
+                            "%s: neither an OCI image layout (index.json) nor a docker-archive "
+                            "(manifest.json)",
+                            path);
     return 0;
 }
 
@@ -206,17 +205,18 @@ static int copy_fd(int in, int out, copy_meter *m)
     }
 }
 
-/* Copies src into dir as NAME.tar (tmp file + fsync + rename). */
-static int copy_in(ctl *c, const char *src, const import_opts *o, char *dst, size_t dstlen)
+/* Copies src into dir as NAME.tar (tmp file + fsync + rename); -1 with e. */
+static int copy_in(const char *src, const import_opts *o, char *dst, size_t dstlen, sl_error *e)
 {
     const char *dir = o->dir;
     struct stat st;
     int serr = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
     if (serr) {
-        ctl_err(c,
-                "import directory %s: %s. Is sluiced running with --import-dir %s? Point "
-                "sluicectl at sluiced's with --import-dir or import-dir in the config file.",
-                dir, strerror(serr), dir);
+        sl_error_set(e, 0,
+                     "import directory %s: %s. Is sluiced running with --import-dir %s? Point "
+                     "sluicectl at sluiced's with --import-dir or import-dir in the config file.",
+                     dir, strerror(serr), dir);
+        e->errnum = serr; /* the hint follows the cause: not appended */
         return -1;
     }
     const char *base = strrchr(src, '/') ? strrchr(src, '/') + 1 : src;
@@ -243,7 +243,7 @@ static int copy_in(ctl *c, const char *src, const import_opts *o, char *dst, siz
         rc = -1, saved = errno;
     if (rc < 0) {
         unlink(tmp);
-        ctl_err(c, "copying %s into %s: %s", src, dir, strerror(saved));
+        sl_error_set(e, saved, "copying %s into %s", src, dir);
     } else {
         fprintf(stderr, "sluicectl: copied %s in %.2f s\n", base,
                 (double)(m.end_ns - m.start_ns) / 1e9);
@@ -400,17 +400,17 @@ static int do_import(ctl *c, const import_opts *o, const char *file)
     names ns = {0};
     char dst[PATH_MAX];
     int rc = CTL_EXIT_FAIL;
-    if (tarball_names(c, file, &ns) < 0)
-        goto out;
-    if (!ns.n) {
-        ctl_err(c,
-                "%s names no image (no io.containerd.image.name, "
-                "org.opencontainers.image.ref.name or RepoTags): nothing could refer to it",
-                file);
+    sl_error e;
+    if (tarball_names(file, &ns, &e) < 0 ||
+        (!ns.n && sl_error_set(&e, 0,
+                               "%s names no image (no io.containerd.image.name, "
+                               "org.opencontainers.image.ref.name or RepoTags): nothing could "
+                               "refer to it",
+                               file)) ||
+        copy_in(file, o, dst, sizeof dst, &e) < 0) {
+        ctl_err(c, "%s", e.msg); /* the one place these failures are printed */
         goto out;
     }
-    if (copy_in(c, file, o, dst, sizeof dst) < 0)
-        goto out;
     ctl_debug(c, "copied %s to %s", file, dst);
     rc = 0;
     for (size_t i = 0; i < ns.n; i++)
