@@ -41,6 +41,7 @@ typedef struct bn_opts {
     uint64_t hol_bytes;     /* per reading connection of the head-of-line test */
     int true_iters;         /* exec true round trips per run */
     int split_iters;        /* exec split probes per run */
+    int probe_iters;        /* sequential ExecSync `true` per runtime and run */
     int conc[4];            /* concurrent sleep sessions, e.g. 100, 1000 */
     int nconc;
     int conc_runs; /* runs of the concurrency workloads */
@@ -63,6 +64,7 @@ typedef struct bn_rt {
     bool pull;                /* PullImage imports the image (sluiced) */
     const char *log_dir;      /* the pod's log_directory */
     const char *restart_cmd;  /* kills the daemon, starts it again, prints its pid */
+    bool exec_only;           /* only in the exec rows (sluiced with exec-mode runc) */
     sl_cri_client *cri;
     char *pod_id, *ctr_id, *pf_ctr_id;
     uint16_t port_down, port_up, port_hol, port_stall;
@@ -78,6 +80,8 @@ typedef struct bn_ctx {
     bn_opts o;
     bn_rt rt[BN_MAX_RT];
     int nrt;
+    bn_rt runc; /* --rt-runc: sluiced with exec-mode runc, for the exec rows */
+    bool has_runc;
     int devnull;
 } bn_ctx;
 
@@ -107,7 +111,8 @@ bool bn_selected(const bn_ctx *c, const char *wl);
 typedef struct bn_cpu {
     int n;
     pid_t pid[BN_MAX_PIDS];
-    uint64_t ticks[BN_MAX_PIDS]; /* utime + stime */
+    uint64_t ticks[BN_MAX_PIDS];  /* utime + stime */
+    uint64_t cticks[BN_MAX_PIDS]; /* cutime + cstime: its reaped children (runc, execs) */
 } bn_cpu;
 typedef struct bn_mem {
     double rss_kib;        /* daemon + helpers */
@@ -119,6 +124,8 @@ typedef struct bn_mem {
 } bn_mem;
 void bn_cpu_snap(bn_rt *rt, bn_cpu *s);
 double bn_cpu_delta(const bn_cpu *before, const bn_cpu *after); /* seconds */
+/* The same with the CPU of the children they reaped meanwhile. */
+double bn_cpu_delta_reaped(const bn_cpu *before, const bn_cpu *after);
 void bn_mem_snap(bn_rt *rt, bn_mem *m);
 
 /* ---- io.c: counting readers, writers, pipes, helper processes ---- */
@@ -203,6 +210,8 @@ int bn_exec_url(bn_rt *rt, const char *const *cmd, size_t ncmd, bool in, bool ou
                 char **url);
 int bn_attach_url(bn_rt *rt, const char *ctr, char **url);
 int bn_pf_url(bn_rt *rt, char **url);
+/* ExecSync of cmd in the pod's container: its exit code, or -1 (error recorded). */
+int bn_exec_sync(bn_rt *rt, const char *const *cmd, size_t ncmd, int64_t timeout_s);
 /* A second container in the pod running argv; *id (free). */
 int bn_ctr_start(bn_rt *rt, const char *name, const char *const *argv, size_t n, char **id);
 void bn_ctr_remove(bn_rt *rt, const char *id);
@@ -212,6 +221,7 @@ void bn_ctr_log_path(const bn_rt *rt, const char *name, char *out, size_t len);
 /* ---- workloads ---- */
 void bn_wl_exec_true(bn_ctx *c, int run);
 void bn_wl_exec_split(bn_ctx *c, int run);
+void bn_wl_exec_probe(bn_ctx *c, int run);
 void bn_wl_exec_stdout(bn_ctx *c, int run);
 void bn_wl_exec_stdin(bn_ctx *c, int run);
 void bn_wl_pf(bn_ctx *c, int run);

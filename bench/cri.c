@@ -219,7 +219,8 @@ int bn_rt_setup(bn_ctx *c, bn_rt *rt)
         return -1;
     double t2 = bn_now();
     const char *sleeper[] = {"sleep", "3600"};
-    if (bn_ctr_start(rt, "bb", sleeper, 2, &rt->ctr_id) < 0 || start_pf_ctr(c, rt) < 0)
+    if (bn_ctr_start(rt, "bb", sleeper, 2, &rt->ctr_id) < 0 ||
+        (!rt->exec_only && start_pf_ctr(c, rt) < 0))
         return -1;
     bn_log("%s (%s): pod %.12s, container %.12s; image %.1f s, pod %.1f s, containers %.1f s",
            rt->name, rt->version, rt->pod_id, rt->ctr_id, t1 - t0, t2 - t1, bn_now() - t2);
@@ -290,4 +291,20 @@ int bn_pf_url(bn_rt *rt, char **url)
     *url = strdup(r->url);
     free_msg(r);
     return *url ? 0 : -1;
+}
+
+int bn_exec_sync(bn_rt *rt, const char *const *cmd, size_t ncmd, int64_t timeout_s)
+{
+    Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
+    Runtime__V1__ExecSyncResponse *r = NULL;
+    req.container_id = rt->ctr_id;
+    req.cmd = (char **)cmd;
+    req.n_cmd = ncmd;
+    req.timeout = timeout_s;
+    if (call(rt, RT_SVC "ExecSync", &req, &runtime__v1__exec_sync_response__descriptor,
+             (void **)&r) < 0)
+        return -1;
+    int code = r->exit_code;
+    free_msg(r);
+    return code;
 }

@@ -5,12 +5,16 @@
  *            --rt NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] ...
  *            [--stdout-bytes N] [--restart-bytes N] [--stdin-bytes N] [--pf-bytes N] [--hol-bytes
  * N]
- *            [--true-iters N] [--split-iters N] [--conc N[,N]] [--conc-runs N]
+ *            [--rt-runc NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull]]
+ *            [--true-iters N] [--split-iters N] [--probe-iters N] [--conc N[,N]]
+ *            [--conc-runs N]
  *            [--conc-sleep S] [--attach-window S] [--attach-rate MIBPS]
  *            [--hol-timeout S] [--spdy-window N] [--restart NAME=COMMAND] ...
  *
- * Workloads: exec_true exec_split exec_stdout exec_stdin pf hol conc attach
- * attach_paced restart ("attach" selects both attach variants). --restart
+ * Workloads: exec_true exec_split exec_probe exec_stdout exec_stdin pf hol
+ * conc attach attach_paced restart ("attach" selects both attach variants).
+ * --rt-runc: a sluiced with exec-mode runc, a third side of exec_true and
+ * exec_probe only (no port-forward container, not in the other rows). --restart
  * gives runtime NAME's restart command (bench/run writes them): it kills
  * the daemon, starts it again and prints the new pid. */
 #include "bench.h"
@@ -38,6 +42,7 @@ static void defaults(bn_opts *o, bool quick)
     o->hol_bytes = quick ? 8 * MIB : 64 * MIB;
     o->true_iters = quick ? 10 : 40;
     o->split_iters = quick ? 3 : 6;
+    o->probe_iters = quick ? 100 : 200; /* × 5 runs: 1,000 per side */
     o->conc[0] = quick ? 20 : 100;
     o->conc[1] = 1000;
     o->nconc = quick ? 1 : 2;
@@ -50,11 +55,9 @@ static void defaults(bn_opts *o, bool quick)
     o->spdy_window = SL_CLIENT_SPDY_WINDOW;
 }
 
-/* NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] */
-static int parse_rt(bn_ctx *c, const char *spec)
+/* NAME,ENDPOINT,PID,HELPER-COMM,HELPER-MATCH,LOG-DIR[,pull] into *rt. */
+static int parse_rt_spec(bn_rt *rt, const char *spec)
 {
-    if (c->nrt == BN_MAX_RT)
-        return -1;
     char *s = strdup(spec), *f[7] = {0};
     int n = 0;
     for (char *save = NULL, *t = strtok_r(s, ",", &save); t && n < 7;
@@ -62,7 +65,6 @@ static int parse_rt(bn_ctx *c, const char *spec)
         f[n++] = t;
     if (n < 6)
         return -1;
-    bn_rt *rt = &c->rt[c->nrt++];
     rt->name = f[0];
     rt->endpoint = f[1];
     rt->daemon = (pid_t)atoi(f[2]);
@@ -70,6 +72,22 @@ static int parse_rt(bn_ctx *c, const char *spec)
     rt->helper_match = f[4];
     rt->log_dir = f[5];
     rt->pull = n == 7 && !strcmp(f[6], "pull");
+    return 0;
+}
+
+static int parse_rt(bn_ctx *c, const char *spec)
+{
+    if (c->nrt == BN_MAX_RT || parse_rt_spec(&c->rt[c->nrt], spec) < 0)
+        return -1;
+    c->nrt++;
+    return 0;
+}
+
+static int parse_rt_runc(bn_ctx *c, const char *spec)
+{
+    if (c->has_runc || parse_rt_spec(&c->runc, spec) < 0)
+        return -1;
+    c->runc.exec_only = c->has_runc = true;
     return 0;
 }
 
@@ -105,6 +123,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
     bn_opts *o = &c->o;
     if (!strcmp(k, "--rt"))
         return parse_rt(c, v);
+    if (!strcmp(k, "--rt-runc"))
+        return parse_rt_runc(c, v);
     if (!strcmp(k, "--restart"))
         return parse_restart(c, v);
     if (!strcmp(k, "--json"))
@@ -127,6 +147,8 @@ static int set_opt(bn_ctx *c, const char *k, const char *v)
         o->true_iters = atoi(v);
     else if (!strcmp(k, "--split-iters"))
         o->split_iters = atoi(v);
+    else if (!strcmp(k, "--probe-iters"))
+        o->probe_iters = atoi(v);
     else if (!strcmp(k, "--conc"))
         return parse_conc(o, v);
     else if (!strcmp(k, "--conc-runs"))
@@ -165,9 +187,10 @@ static int parse_args(bn_ctx *c, int argc, char **argv)
                     c->o.restart_bytes % 65536 == 0;
     bool attach_ok = c->o.attach_rate_mibps > 0 && c->o.attach_window_s > 0 &&
                      c->o.attach_clients >= 2 && c->o.attach_clients <= BN_MAX_ATTACH;
-    if (!c->o.json_out || !c->nrt || c->o.runs < 1 || !sizes_ok || !attach_ok) {
-        fprintf(stderr, "sl-bench: need --json, at least one --rt, runs >= 1, sizes in "
-                        "64 KiB units and a positive attach rate and window\n");
+    if (!c->o.json_out || !c->nrt || c->o.runs < 1 || c->o.probe_iters < 1 || !sizes_ok ||
+        !attach_ok) {
+        fprintf(stderr, "sl-bench: need --json, at least one --rt, runs >= 1, probe-iters >= 1, "
+                        "sizes in 64 KiB units and a positive attach rate and window\n");
         return -1;
     }
     return 0;
@@ -211,6 +234,7 @@ static void run_workloads(bn_ctx *c)
     } wls[] = {
         {"exec_true", bn_wl_exec_true},
         {"exec_split", bn_wl_exec_split},
+        {"exec_probe", bn_wl_exec_probe},
         {"exec_stdout", bn_wl_exec_stdout},
         {"exec_stdin", bn_wl_exec_stdin},
         {"pf", bn_wl_pf},
@@ -246,30 +270,31 @@ static json_t *config_json(const bn_ctx *c)
     json_t *conc = json_array();
     for (int i = 0; i < o->nconc; i++)
         json_array_append_new(conc, json_integer(o->conc[i]));
-    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:o, s:i, s:i, s:i, s:f, s:f, "
-                     "s:f, s:I, s:s?}",
+    return json_pack("{s:i, s:I, s:I, s:I, s:I, s:I, s:i, s:i, s:i, s:o, s:i, s:i, s:i, s:f, "
+                     "s:f, s:f, s:I, s:s?}",
                      "runs", o->runs, "stdout_bytes", (json_int_t)o->stdout_bytes, "restart_bytes",
                      (json_int_t)o->restart_bytes, "stdin_bytes", (json_int_t)o->stdin_bytes,
                      "pf_bytes", (json_int_t)o->pf_bytes, "hol_bytes", (json_int_t)o->hol_bytes,
-                     "true_iters", o->true_iters, "split_iters", o->split_iters, "conc", conc,
-                     "conc_runs", o->conc_runs, "conc_sleep_s", o->conc_sleep_s, "attach_clients",
-                     o->attach_clients, "attach_window_s", o->attach_window_s, "attach_rate_mibps",
-                     o->attach_rate_mibps, "hol_timeout_s", o->hol_timeout_s, "spdy_window",
-                     (json_int_t)o->spdy_window, "only", o->only);
+                     "true_iters", o->true_iters, "split_iters", o->split_iters, "probe_iters",
+                     o->probe_iters, "conc", conc, "conc_runs", o->conc_runs, "conc_sleep_s",
+                     o->conc_sleep_s, "attach_clients", o->attach_clients, "attach_window_s",
+                     o->attach_window_s, "attach_rate_mibps", o->attach_rate_mibps, "hol_timeout_s",
+                     o->hol_timeout_s, "spdy_window", (json_int_t)o->spdy_window, "only", o->only);
 }
 
 static json_t *runtimes_json(const bn_ctx *c)
 {
     json_t *out = json_object();
-    for (int i = 0; i < c->nrt; i++) {
-        const bn_rt *rt = &c->rt[i];
+    for (int i = 0; i < c->nrt + c->has_runc; i++) {
+        const bn_rt *rt = i < c->nrt ? &c->rt[i] : &c->runc;
         json_t *pids = json_array();
         for (int k = 0; k < rt->nseen; k++)
             json_array_append_new(pids, json_integer(rt->seen[k]));
         json_object_set_new(out, rt->name,
-                            json_pack("{s:s, s:s, s:b, s:s, s:o}", "version", rt->version,
+                            json_pack("{s:s, s:s, s:b, s:s, s:o, s:b}", "version", rt->version,
                                       "websocket_exec", rt->ws_proto, "pf_tunnel", rt->tunnel_ok,
-                                      "pf_tunnel_error", rt->tunnel_err, "server_pids", pids));
+                                      "pf_tunnel_error", rt->tunnel_err, "server_pids", pids,
+                                      "exec_only", rt->exec_only));
     }
     return out;
 }
@@ -301,6 +326,8 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 0; i < c.nrt && !rc; i++)
         rc = bn_rt_setup(&c, &c.rt[i]);
+    if (c.has_runc && !rc)
+        rc = bn_rt_setup(&c, &c.runc);
     double tp = bn_now();
     for (int i = 0; i < c.nrt && !rc; i++)
         probe(&c, &c.rt[i]);
@@ -311,6 +338,8 @@ int main(int argc, char **argv)
     double t1 = bn_now();
     for (int i = 0; i < c.nrt; i++)
         bn_rt_teardown(&c.rt[i]);
+    if (c.has_runc)
+        bn_rt_teardown(&c.runc);
     bn_log("teardown: %.1f s", bn_now() - t1);
     json_object_set_new(res, "config", config_json(&c));
     json_object_set_new(res, "duration_s", json_real(bn_now() - t0));

@@ -14,7 +14,7 @@
 typedef struct pstat {
     pid_t pid, ppid;
     char comm[32];
-    uint64_t ticks;
+    uint64_t ticks, cticks;
     uint64_t rss_pages;
 } pstat;
 
@@ -44,21 +44,23 @@ static int read_stat(pid_t pid, pstat *p)
         (size_t)(r - l - 1) < sizeof(p->comm) - 1 ? (size_t)(r - l - 1) : sizeof(p->comm) - 1;
     memcpy(p->comm, l + 1, n);
     p->comm[n] = '\0';
-    /* After ") ": state(3) ppid(4) ... utime(14) stime(15) ... rss(24). */
+    /* After ") ": state(3) ppid(4) ... utime(14) stime(15) cutime(16)
+     * cstime(17) ... rss(24). */
     char state;
     int ppid;
     unsigned long ut, st;
-    long rss;
+    long cut, cst, rss;
     if (sscanf(r + 2,
-               "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %*d %*d %*d %*d %*d %*d %*u "
+               "%c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu %ld %ld %*d %*d %*d %*d %*u "
                "%*u %ld",
-               &state, &ppid, &ut, &st, &rss) != 5)
+               &state, &ppid, &ut, &st, &cut, &cst, &rss) != 7)
         return -1;
     if (state == 'Z')
         return -1;
     p->pid = pid;
     p->ppid = ppid;
     p->ticks = ut + st;
+    p->cticks = (uint64_t)(cut > 0 ? cut : 0) + (uint64_t)(cst > 0 ? cst : 0);
     p->rss_pages = rss > 0 ? (uint64_t)rss : 0;
     return 0;
 }
@@ -119,6 +121,7 @@ static void cpu_one(const pstat *p, void *arg)
     cpu_arg *a = arg;
     if (a->s->n < BN_MAX_PIDS && is_server(a->rt, p)) {
         a->s->pid[a->s->n] = p->pid;
+        a->s->cticks[a->s->n] = p->cticks;
         a->s->ticks[a->s->n++] = p->ticks;
     }
 }
@@ -130,18 +133,28 @@ void bn_cpu_snap(bn_rt *rt, bn_cpu *s)
     each_proc(cpu_one, &a);
 }
 
-double bn_cpu_delta(const bn_cpu *before, const bn_cpu *after)
+static double delta(const bn_cpu *before, const bn_cpu *after, bool reaped)
 {
     uint64_t sum = 0;
     for (int i = 0; i < after->n; i++) {
-        uint64_t was = 0;
+        uint64_t was = 0, now = after->ticks[i] + (reaped ? after->cticks[i] : 0);
         for (int j = 0; j < before->n; j++)
             if (before->pid[j] == after->pid[i])
-                was = before->ticks[j];
-        if (after->ticks[i] > was)
-            sum += after->ticks[i] - was;
+                was = before->ticks[j] + (reaped ? before->cticks[j] : 0);
+        if (now > was)
+            sum += now - was;
     }
     return (double)sum / (double)sysconf(_SC_CLK_TCK);
+}
+
+double bn_cpu_delta(const bn_cpu *before, const bn_cpu *after)
+{
+    return delta(before, after, false);
+}
+
+double bn_cpu_delta_reaped(const bn_cpu *before, const bn_cpu *after)
+{
+    return delta(before, after, true);
 }
 
 static int count_fds(pid_t pid)

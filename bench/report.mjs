@@ -66,14 +66,28 @@ const rows = [];
 const row = (r) => rows.push({ agg: 'median', ...r });
 const UP = 'higher', DOWN = 'lower';
 
-row({ sec: '1. exec `true` round trip (RPC → URL → upgrade → status), SPDY' });
-row({ wl: 'exec_true', m: 'total_ms', agg: 'p50', label: 'round trip p50', unit: 'ms', better: DOWN, target: { vs: 'containerd', op: '<', x: 1 } });
+// Rows with `side` put that side's samples in the sluice column: sluiced
+// with exec-mode runc (bench/run's second sluiced) next to the default,
+// native.
+const RUNC = 'sluice-runc';
+row({ sec: '1. exec `true` round trip (RPC → URL → upgrade → status), SPDY; sluice: exec-mode native unless said' });
+row({ wl: 'exec_true', m: 'total_ms', agg: 'p50', label: 'round trip p50', unit: 'ms', better: DOWN, target: { vs: 'containerd', op: '<=', x: 0.4 } });
 row({ wl: 'exec_true', m: 'total_ms', agg: 'p99', label: 'round trip p99', unit: 'ms', better: DOWN });
+row({ wl: 'exec_true', m: 'total_ms', agg: 'p50', side: RUNC, label: 'round trip p50, sluice exec-mode runc', unit: 'ms', better: DOWN });
+row({ wl: 'exec_true', m: 'total_ms', agg: 'p99', side: RUNC, label: 'round trip p99, sluice exec-mode runc', unit: 'ms', better: DOWN });
 row({ wl: 'exec_split', m: 'rpc_ms', label: 'split: Exec RPC', unit: 'ms', better: DOWN });
 row({ wl: 'exec_split', m: 'upgrade_ms', label: 'split: connect + upgrade (101)', unit: 'ms', better: DOWN });
 row({ wl: 'exec_split', m: 'start_ms', label: 'split: streams + process start', unit: 'ms', better: DOWN });
 row({ wl: 'exec_split', m: 'status_ms', label: 'split: exit → status received', unit: 'ms', better: DOWN });
 row({ wl: 'exec_split', m: 'streaming_ms', derived: ['rpc_ms', 'upgrade_ms', 'status_ms'], label: 'streaming part (RPC + upgrade + status)', unit: 'ms', better: DOWN, target: { op: '<=', abs: 1 } });
+
+row({ sec: `1c. ExecSync probe cost: ${C.probe_iters ?? '?'} ExecSync of \`true\` one after the other (as a kubelet's exec probe), per 1,000 calls` });
+row({ wl: 'exec_probe', m: 'wall_s', label: 'wall time, exec-mode native', unit: 's', better: DOWN });
+row({ wl: 'exec_probe', m: 'wall_s', side: RUNC, label: 'wall time, exec-mode runc', unit: 's', better: DOWN });
+row({ wl: 'exec_probe', m: 'cpu_s', label: 'server CPU, exec-mode native', unit: 's', better: DOWN, target: { vs: 'containerd', op: '<=', x: 0.2 } });
+row({ wl: 'exec_probe', m: 'cpu_s', side: RUNC, label: 'server CPU, exec-mode runc', unit: 's', better: DOWN });
+row({ wl: 'exec_probe', m: 'cpu_reaped_s', label: 'server CPU + the children it reaped (runc, starter, `true`), native', unit: 's', better: DOWN });
+row({ wl: 'exec_probe', m: 'cpu_reaped_s', side: RUNC, label: 'server CPU + the children it reaped (runc, starter, `true`), runc', unit: 's', better: DOWN });
 
 row({ sec: `2. exec stdout ${gib(C.stdout_bytes || 0)} (dd from /dev/zero)` });
 for (const ws of ['64k', '4k'])
@@ -169,8 +183,8 @@ const naRuns = (r, side) => samples(r.wl, r.na.m, side).length;
 
 function evaluate(r) {
   const get = (side) => (r.derived ? derivedCell(r, side) : cell(r, side));
-  const out = { ...r, sluice: get('sluice'), containerd: get('containerd') };
-  if (r.na) out.naRuns = { sluice: naRuns(r, 'sluice'), containerd: naRuns(r, 'containerd') };
+  const out = { ...r, sluice: get(r.side || 'sluice'), containerd: get('containerd') };
+  if (r.na) out.naRuns = { sluice: naRuns(r, r.side || 'sluice'), containerd: naRuns(r, 'containerd') };
   if (r.limit) {
     out.tcp = get('tcp');
     out.pipe = get('pipe');
@@ -243,13 +257,14 @@ function machineText() {
   const m = raw.machine || {};
   const load = (m.loadavg_at_start || []).map((x) => x.toFixed(2)).join(' ');
   const rts = Object.entries(raw.runtimes || {})
-    .map(([k, v]) => `${k}: ${v.version}; exec over WebSocket negotiates \`${v.websocket_exec}\`; ` +
-      `port-forward tunnel: ${v.pf_tunnel ? 'yes' : `no (${v.pf_tunnel_error})`}`);
+    .map(([k, v]) => (v.exec_only ? `${k}: ${v.version}; exec rows only (sluiced with exec-mode runc)`
+      : `${k}: ${v.version}; exec over WebSocket negotiates \`${v.websocket_exec}\`; ` +
+      `port-forward tunnel: ${v.pf_tunnel ? 'yes' : `no (${v.pf_tunnel_error})`}`));
   return [
     `Machine: ${m.nproc} CPUs, ${m.model}, ${m.kernel}, ${m.memory} memory; load average at start ${load}.`,
     ...rts.map((s) => `- ${s}`),
     `Runs: ${C.runs} per workload (concurrency: ${C.conc_runs}); exec \`true\`: ${C.true_iters} per run; ` +
-      `split: ${C.split_iters} per run. Duration ${Math.round(raw.duration_s || 0)} s.`,
+      `split: ${C.split_iters} per run; ExecSync probe: ${C.probe_iters ?? '–'} per run. Duration ${Math.round(raw.duration_s || 0)} s.`,
   ].join('\n');
 }
 
@@ -378,7 +393,7 @@ function chartFiles() {
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, 'results.md'), `${md}\n`);
 const summary = evaluated.filter((r) => !r.sec).map((r) => ({
-  workload: r.wl, metric: r.m, label: r.label, unit: r.unit, aggregate: r.agg,
+  workload: r.wl, metric: r.m, side: r.side || 'sluice', label: r.label, unit: r.unit, aggregate: r.agg,
   sluice: r.sluice, containerd: r.containerd, tcp: r.tcp, pipe: r.pipe,
   sluice_over_containerd: r.ratio ?? null, sluice_over_tcp: r.ratioLimit ?? null,
   target: r.target ? targetText(r.target) : null, met: r.met ?? null,

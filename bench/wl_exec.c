@@ -13,6 +13,7 @@
 
 #define SESSION_TIMEOUT_S 300.0 /* one exec session at most */
 #define PROBE_TIMEOUT_S 30.0
+#define EXEC_SYNC_TIMEOUT_S 30 /* one ExecSync of the probe workload */
 #define STDIN_CHUNK 65536
 
 typedef struct probe {
@@ -72,10 +73,59 @@ static void true_side(bn_ctx *c, bn_rt *rt, int iters)
     free(tot);
 }
 
+/* The i-th of the runtimes an exec row compares (those of bn_nth, then
+ * sluiced with exec-mode runc, first in every other run). */
+static bn_rt *exec_rt(bn_ctx *c, int run, int i)
+{
+    if (!c->has_runc)
+        return bn_nth(c, run, i);
+    int k = (run + i) % (c->nrt + 1);
+    return k == c->nrt ? &c->runc : &c->rt[k];
+}
+
+static int exec_nrt(const bn_ctx *c)
+{
+    return c->nrt + c->has_runc;
+}
+
 void bn_wl_exec_true(bn_ctx *c, int run)
 {
-    for (int i = 0; i < c->nrt; i++)
-        true_side(c, bn_nth(c, run, i), c->o.true_iters);
+    for (int i = 0; i < exec_nrt(c); i++)
+        true_side(c, exec_rt(c, run, i), c->o.true_iters);
+}
+
+/* ---- 1c. ExecSync probe cost: `true` again and again, one after the
+ * other, as a kubelet's exec probe; per 1,000 calls. ---- */
+
+static void probe_side(bn_rt *rt, int iters)
+{
+    const char *cmd[] = {"true"};
+    bn_cpu a, b;
+    bn_cpu_snap(rt, &a);
+    double t0 = bn_now();
+    int ok = 0;
+    for (int i = 0; i < iters; i++) {
+        int code = bn_exec_sync(rt, cmd, 1, EXEC_SYNC_TIMEOUT_S);
+        if (code != 0 && code != -1)
+            bn_error("%s: exec_probe: ExecSync true exited %d", rt->name, code);
+        ok += code == 0;
+    }
+    double wall = bn_now() - t0;
+    bn_cpu_snap(rt, &b);
+    if (ok < iters) {
+        bn_error("%s: exec_probe: %d of %d ExecSync failed", rt->name, iters - ok, iters);
+        return;
+    }
+    double per = 1000.0 / iters;
+    bn_add("exec_probe", "wall_s", rt->name, wall * per);
+    bn_add("exec_probe", "cpu_s", rt->name, bn_cpu_delta(&a, &b) * per);
+    bn_add("exec_probe", "cpu_reaped_s", rt->name, bn_cpu_delta_reaped(&a, &b) * per);
+}
+
+void bn_wl_exec_probe(bn_ctx *c, int run)
+{
+    for (int i = 0; i < exec_nrt(c); i++)
+        probe_side(exec_rt(c, run, i), c->o.probe_iters);
 }
 
 /* ---- 1b. the split: `nc 127.0.0.1 P -e cat` connects to us (the process

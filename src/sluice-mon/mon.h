@@ -168,7 +168,8 @@ struct mon_exec {
     uint64_t seq;                  /* order of admission */
     unsigned max_concurrent;       /* its request's limit of starts at once */
     bool runc_killed;              /* runc exec was killed before it finished */
-    unsigned long long runc_start; /* then its start time (clock ticks after boot), 0 */
+    unsigned long long runc_start; /* its runc's or starter's start time (clock ticks after
+                                      boot), 0: sweeps what it left (mon_exec_sweep.c) */
     json_t *cmd;                   /* its args (reference) */
     bool native;                   /* exec_mode native: tried without runc (mon_nexec.h) */
 };

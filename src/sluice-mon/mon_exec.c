@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mon.h"
@@ -191,6 +192,10 @@ static void runc_ended(mon *m, int status, const char *err, mon_exec *x)
         return;
     }
     if (status != 0 || exec_pid(x) <= 0) { /* runc could not start the process */
+        /* killed by another hand (the OOM killer in the container's
+         * memory cgroup, which a starter joins): what it may have started */
+        if (WIFSIGNALED(status) && exec_pid(x) <= 0 && x->runc_start)
+            mon_exec_sweep(m, x->ctr_id, x->runc_start, x->id);
         char reason[SL_MON_ERR_TEXT], why[SL_MON_ERR_TEXT + 200];
         runc_reason(x, status, err, reason, sizeof(reason));
         mon_log(MON_INFO, "exec %s in %s did not start: %s", x->id, x->ctr_id, reason);
@@ -605,6 +610,9 @@ static void launch(mon_exec *x)
     }
     mon_log(MON_INFO, "exec %s in %s: %s pid %d", x->id, x->ctr_id, x->native ? "starter" : "runc",
             (int)mon_job_pid(x->job));
+    /* not reaped before we return to the loop: its /proc entry is there */
+    if (mon_proc_starttime(mon_job_pid(x->job), &x->runc_start) < 0)
+        x->runc_start = 0;
     for (int i = 0; i < 3; i++)
         x->client[i] = client[i];
     for (int i = 1; i < 3; i++)
@@ -700,8 +708,6 @@ static void kill_exec(mon_exec *x)
 {
     if (x->job && !x->runc_killed) { /* runc_ended kills what it may have started */
         x->runc_killed = true;
-        if (mon_proc_starttime(mon_job_pid(x->job), &x->runc_start) < 0)
-            x->runc_start = 0;
         kill(mon_job_pid(x->job), SIGKILL);
     }
     if (x->exited && x->pid > 0) {

@@ -1,4 +1,6 @@
-/* What a killed runc exec may have started without writing its pid file.
+/* What a killed runc exec (or native starter, mon_nexec.c: it forks the
+ * process the same way and joins the container's mount namespace itself)
+ * may have started without writing its pid file.
  *
  * runc exec clones the exec'd process as its own child (the namespace
  * stages use CLONE_PARENT) and writes the pid file only after the process
@@ -39,13 +41,17 @@ static int mnt_ns(pid_t pid, ino_t *ino)
     return 0;
 }
 
+/* A container, an exec's process, or the runc exec or native starter of
+ * an exec still starting: a starter has joined the container's mount
+ * namespace and is our child, so without this one exec's sweep killed the
+ * starters of others, whose processes nobody then killed. */
 static bool known(mon *m, pid_t pid)
 {
     for (mon_ctr *c = m->ctrs; c; c = c->next)
         if (c->pid == pid)
             return true;
     for (mon_exec *x = m->execs; x; x = x->next)
-        if (x->pid == pid)
+        if (x->pid == pid || (x->job && mon_job_pid(x->job) == pid))
             return true;
     return pid == m->pause_pid;
 }

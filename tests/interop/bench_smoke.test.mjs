@@ -23,19 +23,24 @@ const RUN_TIMEOUT_MS = 180000;
 const TINY = [
   '--stdout-bytes', String(1 << 20), '--stdin-bytes', String(1 << 20),
   '--pf-bytes', String(1 << 20), '--hol-bytes', String(256 << 10),
-  '--true-iters', '3', '--split-iters', '2', '--conc', '4', '--conc-sleep', '1',
+  '--true-iters', '3', '--split-iters', '2', '--probe-iters', '5', '--conc', '4', '--conc-sleep', '1',
   '--attach-window', '0.2', '--hol-timeout', '1',
   // Big enough that the restart comes a quarter in, long before the end.
   '--restart-bytes', String(64 << 20),
 ];
 // Rows (workload/metric) that must have a value for both runtimes.
 const BOTH = [
-  ['exec_true', 'total_ms'], ['exec_split', 'status_ms'], ['exec_stdout', 'mibps_64k_spdy'],
+  ['exec_true', 'total_ms'], ['exec_split', 'status_ms'], ['exec_probe', 'wall_s'],
+  ['exec_probe', 'cpu_s'], ['exec_probe', 'cpu_reaped_s'], ['exec_stdout', 'mibps_64k_spdy'],
   ['exec_stdout', 'mibps_4k_websocket'], ['exec_stdin', 'mibps_stdin_spdy'],
   ['pf', 'mibps_down_spdy'], ['pf', 'mibps_up_spdy'], ['hol', 'others_mibps_reading'],
   ['conc4', 'live_peak'], ['attach', 'log_mibps_alone'], ['restart', 'lost_mib_spdy'],
   ['restart', 'back_s'],
 ];
+// The exec rows of the second sluiced, exec-mode runc (its own column
+// value, next to the default native one).
+const RUNC_ROWS = [['exec_true', 'total_ms'], ['exec_probe', 'wall_s'], ['exec_probe', 'cpu_s'],
+  ['exec_probe', 'cpu_reaped_s']];
 // Rows only sluiced can have (containerd refuses these transports).
 const SLUICE_ONLY = [['exec_stdin', 'mibps_stdin_websocket'], ['pf', 'mibps_down_tunnel']];
 
@@ -67,7 +72,7 @@ function runBench(out) {
   });
 }
 
-test('bench/run --quick: both runtimes, every workload, a table, JSON and chart input',
+test('bench/run --quick: both runtimes (sluice native and runc in the exec rows), every workload, a table, JSON and chart input',
   { skip: skipReason(), timeout: RUN_TIMEOUT_MS + 15000 }, async () => {
     const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sl-bench-smoke-'));
     try {
@@ -79,7 +84,8 @@ test('bench/run --quick: both runtimes, every workload, a table, JSON and chart 
       const md = fs.readFileSync(path.join(out, 'results.md'), 'utf8');
       assert.match(md, /^\| workload \| unit \| sluice \| containerd \|/m);
       assert.ok(fs.existsSync(path.join(out, 'chart.gp')), 'no chart.gp');
-      const row = (wl, m) => res.rows.find((x) => x.workload === wl && x.metric === m);
+      const row = (wl, m, side = 'sluice') =>
+        res.rows.find((x) => x.workload === wl && x.metric === m && x.side === side);
       const why = `\nerrors: ${JSON.stringify(res.errors)}\n${r.log.slice(-3000)}`;
       for (const [wl, m] of BOTH) {
         const x = row(wl, m);
@@ -87,6 +93,13 @@ test('bench/run --quick: both runtimes, every workload, a table, JSON and chart 
         assert.ok(x.sluice?.v != null, `${wl}/${m}: no sluice value${why}`);
         assert.ok(x.containerd?.v != null, `${wl}/${m}: no containerd value${why}`);
       }
+      for (const [wl, m] of RUNC_ROWS) {
+        const x = row(wl, m, 'sluice-runc');
+        assert.ok(x?.sluice?.v != null, `${wl}/${m}: no value for sluice with exec-mode runc${why}`);
+        assert.ok(x.containerd?.v != null, `${wl}/${m} (runc row): no containerd value${why}`);
+      }
+      // the native rows are those of the sluiced started with exec-mode native
+      assert.equal(res.runtimes['sluice-runc']?.exec_only, true, 'no exec-only runc sluiced');
       for (const [wl, m] of SLUICE_ONLY)
         assert.ok(row(wl, m)?.sluice?.v != null, `${wl}/${m}: no sluice value${why}`);
       assert.ok(row('exec_stdout', 'mibps_64k_spdy').tcp?.v > 0, 'no loopback TCP limit');

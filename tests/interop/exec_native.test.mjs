@@ -13,7 +13,9 @@
 // monitor's log must show the native starter ran (no silent fallback), and
 // the exec must sit in the container's cgroups (its memory limit applies).
 // A missing binary gives the same error either way, and so do exit codes
-// and signals.
+// and signals. The containers start together and are probed together (the
+// state each exec sees is its own), so the matrix costs about as much as
+// its slowest container.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -72,30 +74,40 @@ function normalise(out) {
 
 const ctx = { sd: null, tmp: null, pod: null, ctrs: {}, seen: { runc: {}, native: {} } };
 
-async function probeAll(mode) {
+// One container: the probe through ExecSync, streaming exec and tty exec
+// at once; for the default one also the exit codes and start errors.
+async function probeOne(mode, name, id) {
   const seen = ctx.seen[mode];
   const ep = ctx.sd.endpoint;
-  for (const [name, id] of Object.entries(ctx.ctrs)) {
-    const s = await ctx.sd.execSync(id, ['sh', '-c', PROBE], 30);
-    assert.equal(s.exit_code, 0, `${mode} ${name} ExecSync: ${s.stderr}`);
-    seen[`${name} sync`] = normalise(s.stdout.toString());
-    const t = await ctl(['-r', ep, 'exec', id, 'sh', '-c', PROBE]);
-    assert.equal(t.code, 0, `${mode} ${name} exec: ${t.stderr}`);
-    seen[`${name} stream`] = normalise(t.stdout);
-    const y = await ctl(['-r', ep, 'exec', '-t', id, 'sh', '-c', TTY_PROBE]);
-    assert.equal(y.code, 0, `${mode} ${name} exec -t: ${y.stderr}`);
-    seen[`${name} tty`] = normalise(y.stdout.replace(/\r\n/g, '\n'));
-    if (name !== 'default') continue; // exit codes and start errors: once
-    for (const [cmd, want] of [[['sh', '-c', 'exit 3'], 3], [['sh', '-c', 'kill -TERM $$'], 143]]) {
-      const r = await ctx.sd.execSync(id, cmd, 30);
-      assert.equal(r.exit_code, want, `${mode} ${name} ${cmd.join(' ')}`);
-    }
-    for (const bin of ['/no/such', 'no-such-command']) {
-      const err = await ctx.sd.execSync(id, [bin], 30).then(() => null, (e) => e);
-      assert.ok(err, `${mode} ${name} ${bin}: no error`);
-      seen[`${name} missing ${bin}`] = `${err.code} ${err.details.replace(/exec "[0-9a-f]+"/, 'exec "ID"')}`;
-    }
+  const jobs = [
+    ctx.sd.execSync(id, ['sh', '-c', PROBE], 30).then((s) => {
+      assert.equal(s.exit_code, 0, `${mode} ${name} ExecSync: ${s.stderr}`);
+      seen[`${name} sync`] = normalise(s.stdout.toString());
+    }),
+    ctl(['-r', ep, 'exec', id, 'sh', '-c', PROBE]).then((t) => {
+      assert.equal(t.code, 0, `${mode} ${name} exec: ${t.stderr}`);
+      seen[`${name} stream`] = normalise(t.stdout);
+    }),
+    ctl(['-r', ep, 'exec', '-t', id, 'sh', '-c', TTY_PROBE]).then((y) => {
+      assert.equal(y.code, 0, `${mode} ${name} exec -t: ${y.stderr}`);
+      seen[`${name} tty`] = normalise(y.stdout.replace(/\r\n/g, '\n'));
+    }),
+  ];
+  if (name === 'default') { // exit codes and start errors: once
+    for (const [cmd, want] of [[['sh', '-c', 'exit 3'], 3], [['sh', '-c', 'kill -TERM $$'], 143]])
+      jobs.push(ctx.sd.execSync(id, cmd, 30).then((r) =>
+        assert.equal(r.exit_code, want, `${mode} ${name} ${cmd.join(' ')}`)));
+    for (const bin of ['/no/such', 'no-such-command'])
+      jobs.push(ctx.sd.execSync(id, [bin], 30).then(() => null, (e) => e).then((err) => {
+        assert.ok(err, `${mode} ${name} ${bin}: no error`);
+        seen[`${name} missing ${bin}`] = `${err.code} ${err.details.replace(/exec "[0-9a-f]+"/, 'exec "ID"')}`;
+      }));
   }
+  await Promise.all(jobs);
+}
+
+async function probeAll(mode) {
+  await Promise.all(Object.entries(ctx.ctrs).map(([name, id]) => probeOne(mode, name, id)));
 }
 
 function monLog() {
@@ -109,6 +121,7 @@ async function switchMode(mode) {
 
 describe('native exec path against runc exec', { skip: skipReason(), timeout: SUITE_TIMEOUT_MS }, () => {
   before(async () => {
+    const t0 = Date.now();
     ctx.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nexec-'));
     const probeDir = path.join(ctx.tmp, 'probe');
     fs.mkdirSync(probeDir);
@@ -121,7 +134,7 @@ describe('native exec path against runc exec', { skip: skipReason(), timeout: SU
     ctx.sd.podIds.add(podId);
     const pod = { id: podId, config };
     ctx.pod = pod;
-    for (const [name, sc] of Object.entries(MATRIX)) {
+    await Promise.all(Object.entries(MATRIX).map(async ([name, sc]) => {
       const config = { ...ctx.sd.ctrConfig(name, { command: ['sleep', '3600'] }),
         mounts: [{ container_path: '/probe', host_path: probeDir, readonly: true }],
         linux: { security_context: sc, resources: { memory_limit_in_bytes: MEMORY_LIMIT } } };
@@ -129,20 +142,30 @@ describe('native exec path against runc exec', { skip: skipReason(), timeout: SU
         { pod_sandbox_id: pod.id, config, sandbox_config: pod.config });
       await ctx.sd.rt.StartContainer({ container_id: id });
       ctx.ctrs[name] = id;
-    }
+    }));
+    // the same order whatever finished first (for the report's keys)
+    ctx.ctrs = Object.fromEntries(Object.keys(MATRIX).map((n) => [n, ctx.ctrs[n]]));
+    console.log(`# set-up (probe build, sluiced, pod, ${Object.keys(MATRIX).length} containers): ` +
+      `${Date.now() - t0} ms`);
   });
 
   after(async () => {
+    const t0 = Date.now();
     await ctx.sd?.destroy();
+    console.log(`# tear-down: ${Date.now() - t0} ms`);
     if (ctx.tmp) fs.rmSync(ctx.tmp, { recursive: true, force: true });
   });
 
   test('runc exec, then the native path: the same state from inside, for every container', async () => {
+    const t0 = Date.now();
     await probeAll('runc');
+    const t1 = Date.now();
     const before = (monLog().match(/: starter pid \d+/g) || []).length;
     assert.equal(before, 0, 'exec-mode=runc started no native exec');
     await switchMode('native');
+    const t2 = Date.now();
     await probeAll('native');
+    console.log(`# probes with runc ${t1 - t0} ms, restart ${t2 - t1} ms, native ${Date.now() - t2} ms`);
     const starters = (monLog().match(/: starter pid \d+/g) || []).length;
     // per container: sync, stream, tty; the default one also 2 exit codes
     // and 2 missing binaries

@@ -26,7 +26,7 @@
 #define SLUICED_DEFAULT_CNI_BIN_DIR "/opt/cni/bin:/usr/lib/cni"
 #define SLUICED_DEFAULT_RUNTIME_PATH "runc"
 /* exec-mode: how pod monitors start execs (sluice-mon mon_nexec.h). */
-#define SLUICED_DEFAULT_EXEC_MODE "runc"
+#define SLUICED_DEFAULT_EXEC_MODE "native"
 /* image-dir and import-dir default to these under state-dir. */
 #define SLUICED_IMAGE_SUBDIR "images"
 #define SLUICED_IMPORT_SUBDIR "import"
