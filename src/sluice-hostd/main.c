@@ -247,15 +247,16 @@ int main(int argc, char **argv)
     d.hp = sl_hostproc_new(d.loop);
     if (!d.hp)
         return 1;
-    int o;
-    while ((o = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
+    int o, rc = 0;
+    while (rc == 0 && (o = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
         if (parse_opt(&d, o, optarg) < 0)
-            return 2;
-    if (optind < argc) {
+            rc = 2;
+    if (rc == 0 && optind < argc) {
         usage(stderr);
-        return 2;
+        rc = 2;
     }
-    int rc = run(&d);
+    if (rc == 0)
+        rc = run(&d);
     if (d.server)
         sl_server_free(d.server);
     sl_hostproc_free(d.hp);
