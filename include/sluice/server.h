@@ -57,8 +57,30 @@
 #define SL_DEFAULT_TTY_SIZE_WAIT_MS 100u
 
 /* Listen backlog of the streaming listener (connections accepted by the
- * kernel and not yet by the loop). */
-#define SL_LISTEN_BACKLOG 511
+ * kernel and not yet by the loop; the kernel caps it at
+ * net.core.somaxconn). */
+#define SL_DEFAULT_LISTEN_BACKLOG 511u
+/* SPDY sessions (exec, attach, port-forward over SPDY/3.1). Our stream
+ * window: the SPDY default, 64 KiB. A larger one lets a fast client send
+ * more before it waits for credit; it is never smaller, because a peer that
+ * uses flow control without SETTINGS assumes 64 KiB. It is announced in the
+ * SETTINGS we answer a peer's INITIAL_WINDOW_SIZE with. */
+#define SL_DEFAULT_SPDY_INITIAL_WINDOW 65536u
+#define SL_SPDY_MIN_INITIAL_WINDOW 65536u
+#define SL_SPDY_MAX_INITIAL_WINDOW 0x7FFFFFFFu /* 2^31-1, the protocol's largest */
+/* Streams the client may have open at once; more are refused
+ * (RST_STREAM REFUSED_STREAM). */
+#define SL_DEFAULT_SPDY_MAX_STREAMS 1024u
+/* Bytes of a decompressed header block, and name/value pairs in one; a
+ * larger block ends the session (GOAWAY), more pairs reset the stream. */
+#define SL_DEFAULT_SPDY_MAX_HEADER_BLOCK 65536u
+#define SL_DEFAULT_SPDY_MAX_HEADER_PAIRS 64u
+/* Payload bytes of one control frame (SYN_STREAM, HEADERS with their
+ * compressed header block) and of one DATA frame; larger ends the session.
+ * The data default is spdystream's maximum, 2^24-1. */
+#define SL_DEFAULT_SPDY_MAX_CONTROL_FRAME 65536u
+#define SL_DEFAULT_SPDY_MAX_DATA_FRAME 0xFFFFFFu
+#define SL_SPDY_MAX_FRAME 0xFFFFFFu /* the 24-bit length field */
 
 /* The server's configuration. struct_size first (the size rule of
  * sluice/common.h): sl_server_config_init() sets it and every default; a
@@ -88,6 +110,14 @@ typedef struct sl_server_config {
     uint32_t keepalive_count;       /* unanswered probes that end the connection */
     uint32_t max_connections;       /* accepted connections open at once; beyond, 503 */
     uint32_t tty_size_wait_ms;      /* tty: wait for the first size; 0 = start at once */
+    /* added after 0.2.0; 0 in any of these = its default */
+    uint32_t listen_backlog;         /* listen(2) backlog of the listener */
+    uint32_t spdy_initial_window;    /* our SPDY stream window, 65536..2^31-1 */
+    uint32_t spdy_max_streams;       /* SPDY streams the client has open at once */
+    uint32_t spdy_max_header_block;  /* bytes of a decompressed SPDY header block */
+    uint32_t spdy_max_header_pairs;  /* name/value pairs in one SPDY header block */
+    uint32_t spdy_max_control_frame; /* payload bytes of a SPDY control frame */
+    uint32_t spdy_max_data_frame;    /* payload bytes of a SPDY DATA frame, <= 2^24-1 */
 } sl_server_config;
 
 typedef struct sl_server sl_server;
@@ -132,7 +162,8 @@ SL_EXPORT void sl_server_config_init(sl_server_config *c);
  *   SL_ERR_INVAL: cfg, rt or rt->ops NULL, a struct_size below 0.2.0's,
  *     no address, max_pending_tokens, max_headers or max_connections 0,
  *     max_head_size < 64, a required op (exec_start, attach_start,
- *     portforward_connect) NULL;
+ *     portforward_connect) NULL, spdy_initial_window outside
+ *     65536..2^31-1 or a SPDY frame limit above 2^24-1 (0 = default);
  *   SL_ERR_UNSUPPORTED: cfg or ops from a newer header sets a field this
  *     library does not know (sluice/common.h);
  *   SL_ERR_NOMEM. */
@@ -258,16 +289,17 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
  * call on, on every return), head/len every byte read from it so far (a
  * complete request head and what followed; copied), req what its token
  * stood for (copied). limits, when not NULL, replace the server's session
- * limits for this connection (idle_timeout_ms, creation_timeout_ms,
- * max_request_line, max_headers, max_head_size, max_ws_message,
- * output_high_water, tty_size_wait_ms; the other fields are ignored). The
+ * limits for this connection (the SL_LIMIT_SESSION fields of
+ * sluice/limits.h: idle_timeout_ms, creation_timeout_ms, max_request_line,
+ * max_headers, max_head_size, max_ws_message, output_high_water,
+ * tty_size_wait_ms and the spdy_* fields; the other fields are ignored). The
  * server need not listen. Returns SL_OK once the server owns the
  * conversation with the client: it upgrades the connection, or answers
  * with an HTTP error (503 when max_sessions sessions are live, 400 when the head does not parse).
- * On any other return (SL_ERR_INVAL for a bad fd or request or a limits
- * struct_size below 0.2.0's, SL_ERR_UNSUPPORTED for a limits field this
- * library does not know, SL_ERR_NOMEM, SL_ERR_CLOSED while closing)
- * nothing was written and fd is closed (except fd < 0). Loop thread. */
+ * On any other return (SL_ERR_INVAL for a bad fd or request, a limits
+ * struct_size below 0.2.0's or a spdy_* limit out of range, SL_ERR_UNSUPPORTED for a limits field
+ * this library does not know, SL_ERR_NOMEM, SL_ERR_CLOSED while closing) nothing was written and fd
+ * is closed (except fd < 0). Loop thread. */
 SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
                               const sl_stream_request *req, const sl_server_config *limits);
 

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 
 #include "server/server_impl.h"
 #include "server/stream_req.h"
+#include "sluice/limits.h"
 
 void sl_server_config_init(sl_server_config *c)
 {
@@ -31,6 +34,13 @@ void sl_server_config_init(sl_server_config *c)
     c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
     c->max_connections = SL_DEFAULT_MAX_CONNECTIONS;
     c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
+    c->listen_backlog = SL_DEFAULT_LISTEN_BACKLOG;
+    c->spdy_initial_window = SL_DEFAULT_SPDY_INITIAL_WINDOW;
+    c->spdy_max_streams = SL_DEFAULT_SPDY_MAX_STREAMS;
+    c->spdy_max_header_block = SL_DEFAULT_SPDY_MAX_HEADER_BLOCK;
+    c->spdy_max_header_pairs = SL_DEFAULT_SPDY_MAX_HEADER_PAIRS;
+    c->spdy_max_control_frame = SL_DEFAULT_SPDY_MAX_CONTROL_FRAME;
+    c->spdy_max_data_frame = SL_DEFAULT_SPDY_MAX_DATA_FRAME;
 }
 
 static void free_payload(void *p)
@@ -47,6 +57,33 @@ static char *dup_opt(const char *s)
 #define CONFIG_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_server_config, tty_size_wait_ms)
 #define OPS_SIZE_0_2 SL_ABI_SIZE_THROUGH(sl_runtime_ops, attach_stdin_eof)
 
+/* The fields added after 0.2.0: 0 means the default. */
+static void default_zeros(sl_server_config *c)
+{
+    sl_server_config d;
+    sl_server_config_init(&d);
+#define SL_ZERO_DEFAULT(f)                                                                         \
+    if (c->f == 0)                                                                                 \
+        c->f = d.f;
+    SL_ZERO_DEFAULT(listen_backlog)
+    SL_ZERO_DEFAULT(spdy_initial_window)
+    SL_ZERO_DEFAULT(spdy_max_streams)
+    SL_ZERO_DEFAULT(spdy_max_header_block)
+    SL_ZERO_DEFAULT(spdy_max_header_pairs)
+    SL_ZERO_DEFAULT(spdy_max_control_frame)
+    SL_ZERO_DEFAULT(spdy_max_data_frame)
+#undef SL_ZERO_DEFAULT
+}
+
+/* The session limits the library cannot honour outside their range. */
+static bool session_limits_valid(const sl_server_config *c)
+{
+    return c->spdy_initial_window >= SL_SPDY_MIN_INITIAL_WINDOW &&
+           c->spdy_initial_window <= SL_SPDY_MAX_INITIAL_WINDOW &&
+           c->spdy_max_control_frame <= SL_SPDY_MAX_FRAME &&
+           c->spdy_max_data_frame <= SL_SPDY_MAX_FRAME;
+}
+
 /* c: the caller's config read at this library's size over the defaults. */
 static int read_config(sl_server_config *c, const sl_server_config *cfg)
 {
@@ -54,8 +91,9 @@ static int read_config(sl_server_config *c, const sl_server_config *cfg)
     int rc = sl_abi_copy(c, sizeof(*c), cfg, CONFIG_SIZE_0_2);
     if (rc < 0)
         return rc;
+    default_zeros(c);
     if (!c->address || c->max_pending_tokens == 0 || c->max_headers == 0 || c->max_head_size < 64 ||
-        c->max_connections == 0)
+        c->max_connections == 0 || c->listen_backlog > INT_MAX || !session_limits_valid(c))
         return SL_ERR_INVAL;
     return SL_OK;
 }
@@ -192,7 +230,7 @@ static int bind_listener(sl_server *s)
     int err = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
     if (err < 0)
         return start_failed(s, SL_ERR_SYS, err, "bind");
-    if ((err = uv_listen((uv_stream_t *)&s->listener, SL_LISTEN_BACKLOG, listen_cb)) < 0)
+    if ((err = uv_listen((uv_stream_t *)&s->listener, (int)s->cfg.listen_backlog, listen_cb)) < 0)
         return start_failed(s, SL_ERR_SYS, err, "listen on");
     int len = sizeof(ss);
     uv_tcp_getsockname(&s->listener, (struct sockaddr *)&ss, &len);
@@ -240,6 +278,24 @@ uint16_t sl_server_port(const sl_server *s)
     return s->cfg.port;
 }
 
+/* The session-scope fields of limits (sluice/limits.h) over cfg. */
+static int adopt_limits(sl_server_config *cfg, const sl_server_config *limits)
+{
+    sl_server_config lim = *cfg;
+    int rc = sl_abi_copy(&lim, sizeof(lim), limits, CONFIG_SIZE_0_2);
+    if (rc < 0)
+        return rc;
+    default_zeros(&lim);
+    if (!session_limits_valid(&lim))
+        return SL_ERR_INVAL;
+#define SL_ADOPT_FIELD(field, key, flag, arg, def, min, max, scope, help)                          \
+    if ((scope) == SL_LIMIT_SESSION)                                                               \
+        cfg->field = lim.field;
+    SL_SERVER_LIMITS(SL_ADOPT_FIELD)
+#undef SL_ADOPT_FIELD
+    return SL_OK;
+}
+
 int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
                     const sl_stream_request *req, const sl_server_config *limits)
 {
@@ -255,23 +311,12 @@ int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
         close(fd);
         return SL_ERR_NOMEM;
     }
-    sl_server_config cfg = s->cfg, lim = s->cfg;
-    int rc = limits ? sl_abi_copy(&lim, sizeof(lim), limits, CONFIG_SIZE_0_2) : SL_OK;
+    sl_server_config cfg = s->cfg;
+    int rc = limits ? adopt_limits(&cfg, limits) : SL_OK;
     if (rc < 0) {
         sl_stream_req_free(copy);
         close(fd);
         return rc;
-    }
-    if (limits) {
-        limits = &lim;
-        cfg.idle_timeout_ms = limits->idle_timeout_ms;
-        cfg.creation_timeout_ms = limits->creation_timeout_ms;
-        cfg.max_request_line = limits->max_request_line;
-        cfg.max_headers = limits->max_headers;
-        cfg.max_head_size = limits->max_head_size;
-        cfg.max_ws_message = limits->max_ws_message;
-        cfg.output_high_water = limits->output_high_water;
-        cfg.tty_size_wait_ms = limits->tty_size_wait_ms;
     }
     return sl_conn_adopt(s, fd, head, len, copy, &cfg);
 }

@@ -1,6 +1,27 @@
 #include "server/spdy_pipe.h"
 
 #include "sluice/error.h"
+#include "sluice/server.h"
+
+_Static_assert(SL_DEFAULT_SPDY_INITIAL_WINDOW == SL_SPDY_INITIAL_WINDOW &&
+                   SL_DEFAULT_SPDY_MAX_STREAMS == SL_SPDY_DEFAULT_MAX_STREAMS &&
+                   SL_DEFAULT_SPDY_MAX_HEADER_BLOCK == SL_SPDY_DEFAULT_MAX_HEADER_BLOCK &&
+                   SL_DEFAULT_SPDY_MAX_HEADER_PAIRS == SL_SPDY_DEFAULT_MAX_HEADER_PAIRS &&
+                   SL_DEFAULT_SPDY_MAX_CONTROL_FRAME == SL_SPDY_DEFAULT_MAX_CONTROL_PAYLOAD &&
+                   SL_DEFAULT_SPDY_MAX_DATA_FRAME == SL_SPDY_DEFAULT_MAX_DATA_PAYLOAD,
+               "the public SPDY defaults are the session's");
+
+/* The connection's SPDY limits (sl_server_config). */
+static void spdy_limits(const sl_server_config *cfg, sl_spdy_limits *l)
+{
+    sl_spdy_limits_default(l);
+    l->max_data_payload = cfg->spdy_max_data_frame;
+    l->max_control_payload = cfg->spdy_max_control_frame;
+    l->max_header_block = cfg->spdy_max_header_block;
+    l->max_header_pairs = cfg->spdy_max_header_pairs;
+    l->max_streams = cfg->spdy_max_streams;
+    l->initial_window = cfg->spdy_initial_window;
+}
 
 /* Largest WebSocket message a tunnel writes at once. */
 #define TUNNEL_MSG_MAX (64u * 1024)
@@ -13,7 +34,9 @@ int sl_spdy_pipe_init(sl_spdy_pipe *p, sl_conn *c, sl_ws_conn *ws, const sl_spdy
     p->high_water = high_water;
     p->dead = false;
     sl_bufq_init(&p->tbuf);
-    p->s = sl_spdy_session_new(SL_SPDY_SERVER, cb, arg, ws ? &p->tbuf : sl_conn_out(c), NULL);
+    sl_spdy_limits lim;
+    spdy_limits(sl_conn_cfg(c), &lim);
+    p->s = sl_spdy_session_new(SL_SPDY_SERVER, cb, arg, ws ? &p->tbuf : sl_conn_out(c), &lim);
     if (!p->s)
         return SL_ERR_NOMEM;
     /* Direct sends measure the session's own output queue: for a tunnel

@@ -14,6 +14,7 @@ void sl_spdy_limits_default(sl_spdy_limits *l)
     l->max_header_block = SL_SPDY_DEFAULT_MAX_HEADER_BLOCK;
     l->max_header_pairs = SL_SPDY_DEFAULT_MAX_HEADER_PAIRS;
     l->max_streams = SL_SPDY_DEFAULT_MAX_STREAMS;
+    l->initial_window = SL_SPDY_INITIAL_WINDOW;
 }
 
 static void apply_limits(sl_spdy_limits *dst, const sl_spdy_limits *src)
@@ -31,6 +32,8 @@ static void apply_limits(sl_spdy_limits *dst, const sl_spdy_limits *src)
         dst->max_header_pairs = src->max_header_pairs;
     if (src->max_streams)
         dst->max_streams = src->max_streams;
+    if (src->initial_window && src->initial_window <= SL_SPDY_MAX_WINDOW)
+        dst->initial_window = src->initial_window;
 }
 
 sl_spdy_session *sl_spdy_session_new(sl_spdy_role role, const sl_spdy_callbacks *cb, void *arg,
@@ -60,7 +63,7 @@ sl_spdy_session *sl_spdy_session_new(sl_spdy_role role, const sl_spdy_callbacks 
     s->next_ping_id = role == SL_SPDY_CLIENT ? 1 : 2;
     s->peer_initial_window = SL_SPDY_INITIAL_WINDOW;
     s->send_window = SL_SPDY_INITIAL_WINDOW;
-    s->recv_window = SL_SPDY_INITIAL_WINDOW;
+    s->recv_window = s->lim.initial_window;
     s->peer_max_streams = UINT32_MAX;
     return s;
 }

@@ -24,8 +24,9 @@
  * stream 0. spdystream sends neither, so it is never throttled and we never
  * wait for credit it will not send.
  * Inbound: received DATA goes to on_data at once, whatever other streams
- * do. Our stream windows are the SPDY default, 64 KiB, unless we announced
- * another size with sl_spdy_session_announce_window(). Credit is returned
+ * do. Our stream windows are limits.initial_window (the SPDY default,
+ * 64 KiB, unless set), or the size we announced with
+ * sl_spdy_session_announce_window(). Credit is returned
  * with WINDOW_UPDATE only to a peer that uses flow control, or after we
  * announced, unless the peer then replied to one of our streams without
  * any sign of flow control (spdystream: it would never read the credit,
@@ -38,7 +39,7 @@
  * SETTINGS: we send it only when announcing, which a server does not do on
  * its own (the Kubernetes server side, like the Go one, never sends
  * SETTINGS first). When the peer sends INITIAL_WINDOW_SIZE and we have not
- * announced, we answer with ours (64 KiB), so that peer knows at once that
+ * announced, we answer with ours (limits.initial_window), so that peer knows at once that
  * we enforce our windows; spdystream never sends SETTINGS, so it never gets
  * one from us.
  *
@@ -132,6 +133,7 @@ typedef struct sl_spdy_limits {
     size_t max_header_block;      /* decompressed header block above: fatal */
     size_t max_header_pairs;      /* more pairs in a block: RST_STREAM */
     size_t max_streams;           /* more concurrent peer streams: RST(REFUSED) */
+    uint32_t initial_window;      /* our stream window before any announce */
 } sl_spdy_limits;
 
 /* Fills *l with the SL_SPDY_DEFAULT_* values. */

@@ -1,10 +1,13 @@
 #include "mon_session.h"
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "mon_proto.h"
 #include "sluice/error.h"
+#include "sluice/limits.h"
 
 static const char *const kinds[] = {NULL, "exec", "attach", "portforward"};
 
@@ -125,20 +128,35 @@ void sl_mon_session_request_fini(sl_stream_request *r)
     memset(r, 0, sizeof(*r));
 }
 
+/* The session limits of sluice/limits.h a hand-off carries, and
+ * max_sessions (the monitor's server takes sluiced's limit). */
+#define SESSION_LIMIT(field, key, flag, arg, def, min, max, scope, help)                           \
+    if ((scope) == SL_LIMIT_SESSION || !strcmp(#field, "max_sessions"))                            \
+    X(field, min, max)
+
+/* JSON integers are signed: a larger idle timeout is as good as forever. */
+static json_t *limit_json(uint64_t v)
+{
+    return json_integer(v > INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
 json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
 {
     const sl_server_config *c = &l->stream;
-    return json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s}", "idle_timeout_ms",
-        (json_int_t)c->idle_timeout_ms, "creation_timeout_ms", (json_int_t)c->creation_timeout_ms,
-        "max_request_line", (json_int_t)c->max_request_line, "max_headers",
-        (json_int_t)c->max_headers, "max_head_size", (json_int_t)c->max_head_size, "max_ws_message",
-        (json_int_t)c->max_ws_message, "output_high_water", (json_int_t)c->output_high_water,
-        "max_sessions", (json_int_t)c->max_sessions, "tty_size_wait_ms",
-        (json_int_t)c->tty_size_wait_ms, "portforward_connect_timeout_ms",
+    json_t *j = json_pack(
+        "{s:I, s:I, s:I, s:I, s:s}", "portforward_connect_timeout_ms",
         (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog,
         "exec_max_concurrent", (json_int_t)l->exec_max_concurrent, "exec_queue_max",
         (json_int_t)l->exec_queue_max, "exec_mode", l->exec_native ? "native" : "runc");
+    bool ok = j != NULL;
+#define X(field, min, max) ok = ok && !json_object_set_new(j, #field, limit_json(c->field));
+    SL_SERVER_LIMITS(SESSION_LIMIT)
+#undef X
+    if (!ok) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
 }
 
 /* A u32 field: present and within [min, UINT32_MAX], or absent. */
@@ -148,6 +166,22 @@ static int u32(const json_t *j, const char *key, uint32_t min, uint32_t *v)
     if (sl_mon_int(j, key, min, UINT32_MAX, *v, &x) != SL_OK)
         return -1;
     *v = (uint32_t)x;
+    return 0;
+}
+
+/* A limit of sluice/limits.h: present and within its range, or absent. */
+static int limit(const json_t *j, const char *key, uint64_t min, uint64_t max, void *v, size_t size)
+{
+    int64_t x;
+    uint64_t cur = size == 8 ? *(uint64_t *)v : *(uint32_t *)v;
+    if (max > INT64_MAX)
+        max = INT64_MAX;
+    if (sl_mon_int(j, key, (int64_t)min, (int64_t)max, (int64_t)cur, &x) != SL_OK)
+        return -1;
+    if (size == 8)
+        *(uint64_t *)v = (uint64_t)x;
+    else
+        *(uint32_t *)v = (uint32_t)x;
     return 0;
 }
 
@@ -161,19 +195,11 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
     l->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
     if (j && !json_is_object(j))
         return *why = "limits must be an object", -1;
-    int64_t idle;
-    if (sl_mon_int(j, "idle_timeout_ms", 1, INT64_MAX, (int64_t)c->idle_timeout_ms, &idle) != SL_OK)
-        return *why = "limits.idle_timeout_ms must be a positive integer", -1;
-    c->idle_timeout_ms = (uint64_t)idle;
-    if (u32(j, "creation_timeout_ms", 1, &c->creation_timeout_ms) ||
-        u32(j, "max_request_line", 16, &c->max_request_line) ||
-        u32(j, "max_headers", 1, &c->max_headers) ||
-        u32(j, "max_head_size", 64, &c->max_head_size) ||
-        u32(j, "max_ws_message", 1, &c->max_ws_message) ||
-        u32(j, "output_high_water", 1, &c->output_high_water) ||
-        u32(j, "max_sessions", 1, &c->max_sessions) ||
-        u32(j, "tty_size_wait_ms", 0, &c->tty_size_wait_ms) ||
-        u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms) ||
+    int bad = 0;
+#define X(field, min, max) bad = bad || limit(j, #field, min, max, &c->field, sizeof(c->field));
+    SL_SERVER_LIMITS(SESSION_LIMIT)
+#undef X
+    if (bad || u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms) ||
         u32(j, "attach_backlog", 0, &l->attach_backlog) ||
         u32(j, "exec_max_concurrent", 1, &l->exec_max_concurrent) ||
         u32(j, "exec_queue_max", 0, &l->exec_queue_max))

@@ -1,7 +1,10 @@
 /* sluice-hostd: the libsluice streaming server with the host-process
  * backend and an admin endpoint that stands in for the CRI calls. For the
  * demo and the interop tests; sluiced is the product runtime. */
+#include <errno.h>
 #include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "admin.h"
 #include "hostproc.h"
+#include "sluice/limits.h"
 #include "sluice/server.h"
 
 #define DEFAULT_ADMIN_PORT 10011
@@ -29,36 +33,19 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: sluice-hostd [options]\n"
-            "  --address ADDR            streaming listen address (default %s)\n"
-            "  --port N                  streaming port, 0 = any (default %d)\n"
-            "  --base-path PATH          URL base path (default /)\n"
-            "  --advertise HOST:PORT     host:port written into URLs\n"
-            "  --admin-address ADDR      admin listen address (default 127.0.0.1)\n"
-            "  --admin-port N            admin port, 0 = any (default %d)\n"
-            "  --token-ttl-ms N          token lifetime (default %u)\n"
-            "  --max-pending-tokens N    un-consumed tokens at most (default %u)\n"
-            "  --idle-timeout-ms N       session idle timeout (default %llu)\n"
-            "  --head-timeout-ms N       request head timeout (default %u)\n"
-            "  --creation-timeout-ms N   SPDY stream creation timeout (default %u)\n"
-            "  --max-request-line N      bytes (default %u)\n"
-            "  --max-headers N           header fields (default %u)\n"
-            "  --max-head-size N         bytes (default %u)\n"
-            "  --max-ws-message N        bytes (default %u)\n"
-            "  --max-sessions N          concurrent sessions (default %u)\n"
-            "  --max-connections N       open connections, beyond: 503 (default %u)\n"
-            "  --keepalive-idle-ms N     TCP keepalive after this silence, 0 = off (default %u)\n"
-            "  --keepalive-interval-ms N between keepalive probes (default %u)\n"
-            "  --keepalive-count N       unanswered probes that end it (default %u)\n"
-            "  --tty-size-wait-ms N      a tty session waits this long for its size (default %u)\n"
-            "  --container ID=CMD        attach target: runs /bin/sh -c CMD per session\n"
-            "  --tty-container ID=CMD    the same with a terminal\n",
-            SL_DEFAULT_ADDRESS, SL_DEFAULT_PORT, DEFAULT_ADMIN_PORT, SL_DEFAULT_TOKEN_TTL_MS,
-            SL_DEFAULT_MAX_PENDING_TOKENS, (unsigned long long)SL_DEFAULT_IDLE_TIMEOUT_MS,
-            SL_DEFAULT_HEAD_TIMEOUT_MS, SL_DEFAULT_CREATION_TIMEOUT_MS, SL_DEFAULT_MAX_REQUEST_LINE,
-            SL_DEFAULT_MAX_HEADERS, SL_DEFAULT_MAX_HEAD_SIZE, SL_DEFAULT_MAX_WS_MESSAGE,
-            SL_DEFAULT_MAX_SESSIONS, SL_DEFAULT_MAX_CONNECTIONS, SL_DEFAULT_KEEPALIVE_IDLE_MS,
-            SL_DEFAULT_KEEPALIVE_INTERVAL_MS, SL_DEFAULT_KEEPALIVE_COUNT,
-            SL_DEFAULT_TTY_SIZE_WAIT_MS);
+            "  --address ADDR                 streaming listen address (default %s)\n"
+            "  --port N                       streaming port, 0 = any (default %d)\n"
+            "  --base-path PATH               URL base path (default /)\n"
+            "  --advertise HOST:PORT          host:port written into URLs\n"
+            "  --admin-address ADDR           admin listen address (default 127.0.0.1)\n"
+            "  --admin-port N                 admin port, 0 = any (default %d)\n"
+            "  --container ID=CMD             attach target: runs /bin/sh -c CMD per session\n"
+            "  --tty-container ID=CMD         the same with a terminal\n",
+            SL_DEFAULT_ADDRESS, SL_DEFAULT_PORT, DEFAULT_ADMIN_PORT);
+#define USAGE_LIMIT(field, key, flag, arg, def, min, max, scope, help)                             \
+    fprintf(f, "  --%-28s %s (default %llu)\n", flag " " arg, help, (unsigned long long)(def));
+    SL_SERVER_LIMITS(USAGE_LIMIT)
+#undef USAGE_LIMIT
 }
 
 static int number(const char *s, unsigned long long max, unsigned long long *out)
@@ -93,24 +80,26 @@ enum {
     O_ADV,
     O_AADDR,
     O_APORT,
-    O_TTL,
-    O_MAXTOK,
-    O_IDLE,
-    O_HEADTO,
-    O_CREATETO,
-    O_MAXLINE,
-    O_MAXHDR,
-    O_MAXHEAD,
-    O_MAXWS,
-    O_MAXSESS,
-    O_MAXCONNS,
-    O_KAIDLE,
-    O_KAINTVL,
-    O_KACNT,
-    O_TTYWAIT,
     O_CONT,
-    O_TTYCONT
+    O_TTYCONT,
+    O_LIMIT /* O_LIMIT + L_field: the limits of sluice/limits.h */
 };
+
+#define LIMIT_INDEX(field, key, flag, arg, def, min, max, scope, help) L_##field,
+enum { SL_SERVER_LIMITS(LIMIT_INDEX) L_COUNT };
+#undef LIMIT_INDEX
+
+/* Where each limit goes and what it may be. */
+typedef struct limit_opt {
+    const char *flag;
+    size_t off, size;
+    unsigned long long min, max;
+} limit_opt;
+
+#define LIMIT_OPT(field, key, flag, arg, def, min, max, scope, help)                               \
+    {flag, offsetof(sl_server_config, field), sizeof(((sl_server_config *)0)->field), min, max},
+static const limit_opt limit_opts[] = {SL_SERVER_LIMITS(LIMIT_OPT)};
+#undef LIMIT_OPT
 
 static const struct option long_opts[] = {
     {"address", 1, 0, O_ADDRESS},
@@ -119,33 +108,33 @@ static const struct option long_opts[] = {
     {"advertise", 1, 0, O_ADV},
     {"admin-address", 1, 0, O_AADDR},
     {"admin-port", 1, 0, O_APORT},
-    {"token-ttl-ms", 1, 0, O_TTL},
-    {"max-pending-tokens", 1, 0, O_MAXTOK},
-    {"idle-timeout-ms", 1, 0, O_IDLE},
-    {"head-timeout-ms", 1, 0, O_HEADTO},
-    {"creation-timeout-ms", 1, 0, O_CREATETO},
-    {"max-request-line", 1, 0, O_MAXLINE},
-    {"max-headers", 1, 0, O_MAXHDR},
-    {"max-head-size", 1, 0, O_MAXHEAD},
-    {"max-ws-message", 1, 0, O_MAXWS},
-    {"max-sessions", 1, 0, O_MAXSESS},
-    {"max-connections", 1, 0, O_MAXCONNS},
-    {"keepalive-idle-ms", 1, 0, O_KAIDLE},
-    {"keepalive-interval-ms", 1, 0, O_KAINTVL},
-    {"keepalive-count", 1, 0, O_KACNT},
-    {"tty-size-wait-ms", 1, 0, O_TTYWAIT},
     {"container", 1, 0, O_CONT},
     {"tty-container", 1, 0, O_TTYCONT},
-    {"help", 0, 0, 'h'},
+#define LIMIT_LONGOPT(field, key, flag, arg, def, min, max, scope, help)                           \
+    {flag, 1, 0, O_LIMIT + L_##field},
+    SL_SERVER_LIMITS(LIMIT_LONGOPT)
+#undef LIMIT_LONGOPT
+        {"help", 0, 0, 'h'},
     {0, 0, 0, 0},
 };
 
-static int set_u32(uint32_t *dst, const char *s)
+/* A limit, within its range; the message names the flag. */
+static int set_limit(hostd *d, const limit_opt *l, const char *arg)
 {
     unsigned long long v;
-    if (number(s, UINT32_MAX, &v) < 0)
+    char *end;
+    errno = 0;
+    v = strtoull(arg, &end, 10);
+    if (!*arg || *end || *arg == '-' || errno || v < l->min || v > l->max) {
+        fprintf(stderr, "sluice-hostd: --%s: \"%s\" is not a number in %llu..%llu\n", l->flag, arg,
+                l->min, l->max);
         return -1;
-    *dst = (uint32_t)v;
+    }
+    char *dst = (char *)&d->cfg + l->off;
+    if (l->size == 8)
+        *(uint64_t *)(void *)dst = v;
+    else
+        *(uint32_t *)(void *)dst = (uint32_t)v;
     return 0;
 }
 
@@ -171,39 +160,6 @@ static int parse_opt(hostd *d, int o, const char *arg)
             return -1;
         *(o == O_PORT ? &d->cfg.port : &d->admin_port) = (uint16_t)v;
         return 0;
-    case O_IDLE:
-        if (number(arg, UINT64_MAX, &v) < 0)
-            return -1;
-        d->cfg.idle_timeout_ms = v;
-        return 0;
-    case O_TTL:
-        return set_u32(&d->cfg.token_ttl_ms, arg);
-    case O_MAXTOK:
-        return set_u32(&d->cfg.max_pending_tokens, arg);
-    case O_HEADTO:
-        return set_u32(&d->cfg.head_timeout_ms, arg);
-    case O_CREATETO:
-        return set_u32(&d->cfg.creation_timeout_ms, arg);
-    case O_MAXLINE:
-        return set_u32(&d->cfg.max_request_line, arg);
-    case O_MAXHDR:
-        return set_u32(&d->cfg.max_headers, arg);
-    case O_MAXHEAD:
-        return set_u32(&d->cfg.max_head_size, arg);
-    case O_MAXWS:
-        return set_u32(&d->cfg.max_ws_message, arg);
-    case O_MAXSESS:
-        return set_u32(&d->cfg.max_sessions, arg);
-    case O_MAXCONNS:
-        return set_u32(&d->cfg.max_connections, arg);
-    case O_KAIDLE:
-        return set_u32(&d->cfg.keepalive_idle_ms, arg);
-    case O_KAINTVL:
-        return set_u32(&d->cfg.keepalive_interval_ms, arg);
-    case O_KACNT:
-        return set_u32(&d->cfg.keepalive_count, arg);
-    case O_TTYWAIT:
-        return set_u32(&d->cfg.tty_size_wait_ms, arg);
     case O_CONT:
         return add_container(d, arg, false);
     case O_TTYCONT:
@@ -212,6 +168,8 @@ static int parse_opt(hostd *d, int o, const char *arg)
         usage(stdout);
         exit(0);
     default:
+        if (o >= O_LIMIT && o < O_LIMIT + L_COUNT)
+            return set_limit(d, &limit_opts[o - O_LIMIT], arg);
         usage(stderr);
         return -1;
     }
@@ -289,15 +247,16 @@ int main(int argc, char **argv)
     d.hp = sl_hostproc_new(d.loop);
     if (!d.hp)
         return 1;
-    int o;
-    while ((o = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
+    int o, rc = 0;
+    while (rc == 0 && (o = getopt_long(argc, argv, "h", long_opts, NULL)) != -1)
         if (parse_opt(&d, o, optarg) < 0)
-            return 2;
-    if (optind < argc) {
+            rc = 2;
+    if (rc == 0 && optind < argc) {
         usage(stderr);
-        return 2;
+        rc = 2;
     }
-    int rc = run(&d);
+    if (rc == 0)
+        rc = run(&d);
     if (d.server)
         sl_server_free(d.server);
     sl_hostproc_free(d.hp);

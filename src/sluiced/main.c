@@ -64,32 +64,19 @@ static uint32_t stream_fd_bound(uint32_t want)
 
 static void stream_config(const sl_config *c, sl_server_config *s)
 {
-    sl_server_config_init(s);
+    *s = c->stream; /* every limit of sluice/limits.h */
     s->address = c->stream_address;
     s->port = (uint16_t)c->stream_port;
     s->base_path = c->stream_base_path;
     s->advertise_host = c->stream_advertise[0] ? c->stream_advertise : NULL;
-    s->token_ttl_ms = c->token_ttl_ms;
-    s->max_pending_tokens = c->max_pending_tokens;
-    s->idle_timeout_ms = c->idle_timeout_ms;
-    s->head_timeout_ms = c->head_timeout_ms;
-    s->max_request_line = c->max_request_line;
-    s->max_headers = c->max_headers;
-    s->max_head_size = c->max_head_size;
-    s->max_ws_message = c->max_ws_message;
-    s->max_sessions = c->max_sessions;
-    s->max_connections = stream_fd_bound(c->max_stream_connections);
-    if (s->max_connections < c->max_stream_connections) {
+    s->max_connections = stream_fd_bound(c->stream.max_connections);
+    if (s->max_connections < c->stream.max_connections) {
         char want[16], used[16];
-        snprintf(want, sizeof(want), "%u", c->max_stream_connections);
+        snprintf(want, sizeof(want), "%u", c->stream.max_connections);
         snprintf(used, sizeof(used), "%u", s->max_connections);
         sl_log(SL_LOG_WARN, "max-stream-connections lowered to a quarter of the open-file limit",
                "configured", want, "used", used, NULL);
     }
-    s->keepalive_idle_ms = c->keepalive_idle_ms;
-    s->keepalive_interval_ms = c->keepalive_interval_ms;
-    s->keepalive_count = c->keepalive_count;
-    s->tty_size_wait_ms = c->tty_size_wait_ms;
 }
 
 /* A TLS file that cannot be opened is named with the reason. */

@@ -26,7 +26,7 @@ const skip = skipReason() ||
 const PROGRAMS = ['sluiced', 'sluice-mon', 'sluicectl', 'sluice-kube'];
 const MANS = { 'sluiced.8': 'man8', 'sluice-mon.8': 'man8', 'sluice-kube.8': 'man8',
   'sluicectl.1': 'man1', 'sluiced.json.5': 'man5' };
-const HEADERS = ['client.h', 'common.h', 'error.h', 'runtime.h', 'server.h',
+const HEADERS = ['client.h', 'common.h', 'error.h', 'limits.h', 'runtime.h', 'server.h',
   'version.h'];
 
 function opts() {

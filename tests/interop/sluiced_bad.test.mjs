@@ -256,6 +256,12 @@ describe('sluiced bad input', { skip }, () => {
       /missing required pod_sandbox_id/);
     for (const port of [0, -1, 65536])
       await rejectsWith(rt.PortForward({ pod_sandbox_id: pod.id, port: [port] }), S.INVALID_ARGUMENT);
+    // more ports than a session carries: refused by name, never cut silently
+    const many = Array.from({ length: 129 }, (_, i) => 1000 + i);
+    await rejectsWith(rt.PortForward({ pod_sandbox_id: pod.id, port: many }), S.INVALID_ARGUMENT,
+      /^port: 129 ports, at most 128$/);
+    const url = await rt.PortForward({ pod_sandbox_id: pod.id, port: many.slice(0, 128) });
+    assert.match(url.url, /\/portforward\//);
     await stillServing();
   });
 
@@ -331,6 +337,12 @@ describe('sluiced bad input', { skip }, () => {
       ['a flag without its value', () => ['--state-dir'], /--state-dir/],
       ['a bad number', () => ['--stream-port', 'http'], /--stream-port/],
       ['a number out of range', () => ['--token-ttl-ms', '0'], /--token-ttl-ms/],
+      ['a SPDY window below the SPDY default', () => ['--spdy-initial-window', '65535'],
+        /--spdy-initial-window: 65535 is out of range \(65536\.\.2147483647\)/],
+      ['a SPDY data frame limit above 2^24-1',
+        () => ['--config', cfgFile('frame.json', '{"spdy-max-data-frame": 16777216}')],
+        /spdy-max-data-frame/],
+      ['a listen backlog of 0', () => ['--stream-listen-backlog', '0'], /--stream-listen-backlog/],
       ['a relative path', () => ['--state-dir', 'relative/dir'], /--state-dir/],
       ['a non-unix listen address', () => ['--listen', 'tcp://127.0.0.1:1'], /--listen/],
       ['a config file with an unknown key',

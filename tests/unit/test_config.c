@@ -37,15 +37,15 @@ static void test_defaults(void **state)
     assert_int_equal(c.stream_port, 10010);
     assert_string_equal(c.stream_base_path, "/");
     assert_string_equal(c.stream_advertise, "");
-    assert_int_equal(c.token_ttl_ms, 60000);
-    assert_int_equal(c.max_pending_tokens, 1000);
-    assert_int_equal(c.idle_timeout_ms, 4ull * 3600 * 1000);
+    assert_int_equal(c.stream.token_ttl_ms, 60000);
+    assert_int_equal(c.stream.max_pending_tokens, 1000);
+    assert_int_equal(c.stream.idle_timeout_ms, 4ull * 3600 * 1000);
     assert_int_equal(c.max_recv_message, 16u * 1024 * 1024);
     assert_int_equal(c.max_grpc_streams, 100);
-    assert_int_equal(c.keepalive_idle_ms, 30000);
-    assert_int_equal(c.keepalive_interval_ms, 10000);
-    assert_int_equal(c.keepalive_count, 3);
-    assert_int_equal(c.tty_size_wait_ms, 100);
+    assert_int_equal(c.stream.keepalive_idle_ms, 30000);
+    assert_int_equal(c.stream.keepalive_interval_ms, 10000);
+    assert_int_equal(c.stream.keepalive_count, 3);
+    assert_int_equal(c.stream.tty_size_wait_ms, 100);
     assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
     assert_int_equal(c.exec_max_concurrent, 4);
     assert_int_equal(c.exec_queue_max, 1024);
@@ -80,7 +80,7 @@ static void test_set_values(void **state)
     assert_int_equal(sl_config_set(&c, "stream-port", "65535", &e), 0);
     assert_int_equal(c.stream_port, 65535);
     assert_int_equal(sl_config_set(&c, "idle-timeout-ms", "18446744073709551615", &e), 0);
-    assert_int_equal(c.idle_timeout_ms, UINT64_MAX);
+    assert_int_equal(c.stream.idle_timeout_ms, UINT64_MAX);
     assert_int_equal(sl_config_set(&c, "listen", "unix:/tmp/x.sock", &e), 0);
     assert_string_equal(c.socket_path, "/tmp/x.sock");
     assert_int_equal(sl_config_set(&c, "listen", "unix:///tmp/y.sock", &e), 0);
@@ -94,9 +94,9 @@ static void test_set_values(void **state)
     assert_int_equal(sl_config_set(&c, "stream-base-path", "/cri/", &e), 0);
     assert_string_equal(c.stream_base_path, "/cri/");
     assert_int_equal(sl_config_set(&c, "keepalive-idle-ms", "0", &e), 0); /* off */
-    assert_int_equal(c.keepalive_idle_ms, 0);
+    assert_int_equal(c.stream.keepalive_idle_ms, 0);
     assert_int_equal(sl_config_set(&c, "tty-size-wait-ms", "0", &e), 0); /* start at once */
-    assert_int_equal(c.tty_size_wait_ms, 0);
+    assert_int_equal(c.stream.tty_size_wait_ms, 0);
     assert_int_equal(sl_config_set(&c, "log-level", "debug", &e), 0);
     assert_int_equal(c.log_level, SL_LOG_DEBUG);
     assert_int_equal(sl_config_set(&c, "log-level", "warning", &e), 0);
@@ -222,7 +222,7 @@ static void test_json(void **state)
                      0);
     assert_string_equal(c.socket_path, "/tmp/a.sock");
     assert_int_equal(c.stream_port, 0);
-    assert_int_equal(c.idle_timeout_ms, 5000);
+    assert_int_equal(c.stream.idle_timeout_ms, 5000);
     assert_int_equal(c.max_recv_message, 1048576);
     assert_string_equal(c.cni_conf_dir, "/x/net.d");
     assert_int_equal(load(&c, "{}", &e), 0);

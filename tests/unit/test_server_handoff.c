@@ -333,6 +333,76 @@ static void test_adopt_leftover_reaches_stdin(void **state)
     close(sv[0]);
 }
 
+/* A SPDY exec head followed by the client's SETTINGS INITIAL_WINDOW_SIZE
+ * 65536 (what a flow-control client sends first). */
+static size_t spdy_head_settings(uint8_t *out, size_t cap)
+{
+    size_t n = (size_t)snprintf((char *)out, cap,
+                                "GET /exec/x HTTP/1.1\r\nHost: localhost\r\n"
+                                "Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+                                "X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n");
+    static const uint8_t settings[] = {0x80, 0x03, 0x00, 0x04, 0x00, 0x00, 0x00, 0x0c, 0x00, 0x00,
+                                       0x00, 0x01, 0x00, 0x00, 0x00, 0x07, 0x00, 0x01, 0x00, 0x00};
+    memcpy(out + n, settings, sizeof(settings));
+    return n + sizeof(settings);
+}
+
+/* The SETTINGS INITIAL_WINDOW_SIZE entry (id 7) with value w. */
+static void window_entry(uint8_t e[8], uint32_t w)
+{
+    const uint8_t v[8] = {
+        0, 0, 0, 7, (uint8_t)(w >> 24), (uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w};
+    memcpy(e, v, 8);
+}
+
+static bool has_window_entry(acc *a, void *w)
+{
+    uint8_t e[8];
+    window_entry(e, *(uint32_t *)w);
+    return memmem(a->buf, a->len, e, 8) != NULL || a->eof;
+}
+
+/* The SPDY limits of sl_server_config reach the session: a configured
+ * stream window is what the server's SETTINGS announces. */
+static void spdy_window_case(fix *f, const sl_server_config *lim, uint32_t want)
+{
+    int sv[2];
+    socket_pair(sv);
+    uint8_t buf[1024];
+    size_t n = spdy_head_settings(buf, sizeof(buf));
+    const char *cmd[] = {"cat"};
+    sl_stream_request r = exec_req(cmd, false);
+    assert_int_equal(sl_server_adopt(f->srv, sv[1], buf, n, &r, lim), SL_OK);
+    acc a = {0};
+    assert_true(pump(&f->loop, sv[0], &a, has_window_entry, &want));
+    assert_false(a.eof);
+    assert_true(a.len > 12 && !memcmp(a.buf, "HTTP/1.1 101", 12));
+    close(sv[0]);
+}
+
+static void test_adopt_spdy_window(void **state)
+{
+    fix *f = *state;
+    spdy_window_case(f, NULL, 65536); /* the default, SL_DEFAULT_SPDY_INITIAL_WINDOW */
+    sl_server_config lim;
+    sl_server_config_init(&lim);
+    lim.spdy_initial_window = 1u << 20;
+    spdy_window_case(f, &lim, 1u << 20);
+    /* out of range: refused, the fd closed */
+    const char *cmd[] = {"cat"};
+    sl_stream_request r = exec_req(cmd, false);
+    uint32_t bad[] = {65535, 0x80000000u};
+    for (size_t i = 0; i < 2; i++) {
+        int sv[2];
+        socket_pair(sv);
+        lim.spdy_initial_window = bad[i];
+        assert_int_equal(sl_server_adopt(f->srv, sv[1], NULL, 0, &r, &lim), SL_ERR_INVAL);
+        close(sv[0]);
+    }
+    lim.spdy_initial_window = 0; /* 0 = the default */
+    spdy_window_case(f, &lim, 65536);
+}
+
 static void test_adopt_bad_heads(void **state)
 {
     fix *f = *state;
@@ -594,6 +664,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adopt_serves_exec, fix_setup, fix_teardown),
         cmocka_unit_test_setup_teardown(test_adopt_leftover_reaches_stdin, fix_setup, fix_teardown),
         cmocka_unit_test_setup_teardown(test_adopt_bad_heads, fix_setup, fix_teardown),
+        cmocka_unit_test_setup_teardown(test_adopt_spdy_window, fix_setup, fix_teardown),
         cmocka_unit_test_setup_teardown(test_adopt_when_full, fix_setup, fix_teardown),
         cmocka_unit_test_setup_teardown(test_handoff_taken, fix_setup, fix_teardown),
         cmocka_unit_test_setup_teardown(test_handoff_refused_and_local, fix_setup, fix_teardown),

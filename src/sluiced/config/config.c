@@ -18,6 +18,7 @@
 #include "mon_session.h"
 #include "pod/cni.h"
 #include "util/url.h"
+#include "sluice/limits.h"
 #include "sluice/server.h"
 #include "grpc/grpc_conn.h"
 
@@ -45,6 +46,14 @@ typedef struct key {
 } key;
 
 #define F(field) offsetof(sl_config, field)
+#define LIMIT_KEY(field, key, flag, arg, def, min, max, scope, help)                               \
+    {key,                                                                                          \
+     sizeof(((sl_server_config *)0)->field) == 8 ? K_U64 : K_U32,                                  \
+     F(stream.field),                                                                              \
+     min,                                                                                          \
+     max,                                                                                          \
+     arg,                                                                                          \
+     help},
 #define U32MAX UINT32_MAX
 #define I32MAX 2147483647u
 
@@ -66,25 +75,11 @@ static const key keys[] = {
      "PEM private key of stream-tls-cert-file; required with it"},
     {"stream-tls-client-ca-file", K_OPTTEXT, F(stream_tls_client_ca_file), 0, 0, "FILE",
      "PEM CAs: streaming clients must present a certificate signed by one; empty = none asked"},
-    {"token-ttl-ms", K_U32, F(token_ttl_ms), 1, U32MAX, "MS",
-     "a streaming URL must be used within this"},
-    {"max-pending-tokens", K_U32, F(max_pending_tokens), 1, U32MAX, "N",
-     "unused streaming URLs at most (then RESOURCE_EXHAUSTED)"},
-    {"idle-timeout-ms", K_U64, F(idle_timeout_ms), 1, UINT64_MAX, "MS",
-     "a streaming session without data for this long ends"},
-    {"head-timeout-ms", K_U32, F(head_timeout_ms), 1, U32MAX, "MS",
-     "the streaming request head must arrive within this"},
-    {"keepalive-idle-ms", K_U32, F(keepalive_idle_ms), 0, U32MAX, "MS",
-     "TCP keepalive on streaming connections after this silence, 0 = off"},
-    {"keepalive-interval-ms", K_U32, F(keepalive_interval_ms), 1, U32MAX, "MS",
-     "between unanswered keepalive probes"},
-    {"keepalive-count", K_U32, F(keepalive_count), 1, 127, "N",
-     "unanswered keepalive probes that end a streaming connection"},
-    {"tty-size-wait-ms", K_U32, F(tty_size_wait_ms), 0, 60000, "MS",
-     "a tty exec/attach waits this long for the client's terminal size, 0 = not"},
-    {"attach-backlog", K_U32, F(attach_backlog), SL_MON_ATTACH_BACKLOG_MIN,
-     SL_MON_ATTACH_BACKLOG_MAX, "BYTES",
-     "output an attach client may fall behind before it is cut (never slows the container)"},
+    /* the streaming server's limits: one table for sluiced, sluice-hostd and the docs */
+    SL_SERVER_LIMITS(LIMIT_KEY){
+        "attach-backlog", K_U32, F(attach_backlog), SL_MON_ATTACH_BACKLOG_MIN,
+        SL_MON_ATTACH_BACKLOG_MAX, "BYTES",
+        "output an attach client may fall behind before it is cut (never slows the container)"},
     {"exec-max-concurrent-per-pod", K_U32, F(exec_max_concurrent), 1,
      SL_MON_EXEC_MAX_CONCURRENT_LIMIT, "N",
      "execs (ExecSync and streaming) of one pod being started at once; the others wait in a "
@@ -94,15 +89,6 @@ static const key keys[] = {
      "with runc exec"},
     {"exec-queue-max", K_U32, F(exec_queue_max), 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, "N",
      "execs of one pod waiting to start at most; beyond, RESOURCE_EXHAUSTED"},
-    {"max-request-line", K_U32, F(max_request_line), 16, U32MAX, "BYTES",
-     "streaming request line at most"},
-    {"max-headers", K_U32, F(max_headers), 1, U32MAX, "N", "streaming request header fields"},
-    {"max-head-size", K_U32, F(max_head_size), 64, U32MAX, "BYTES", "streaming request head"},
-    {"max-ws-message", K_U32, F(max_ws_message), 1, U32MAX, "BYTES",
-     "one reassembled WebSocket message"},
-    {"max-sessions", K_U32, F(max_sessions), 1, U32MAX, "N", "concurrent streaming sessions"},
-    {"max-stream-connections", K_U32, F(max_stream_connections), 1, U32MAX, "N",
-     "open streaming connections (at most a quarter of the open-file limit); beyond, 503"},
     {"portforward-connect-timeout-ms", K_U32, F(pf_connect_timeout_ms), 1, U32MAX, "MS",
      "a port-forward connect inside the pod gives up after this"},
     {"max-recv-message", K_U32, F(max_recv_message), 1024, I32MAX, "BYTES",
@@ -175,21 +161,8 @@ void sl_config_init(sl_config *c)
     c->stream_tls_cert_file = "";
     c->stream_tls_key_file = "";
     c->stream_tls_client_ca_file = "";
-    c->token_ttl_ms = SL_DEFAULT_TOKEN_TTL_MS;
-    c->max_pending_tokens = SL_DEFAULT_MAX_PENDING_TOKENS;
-    c->idle_timeout_ms = SL_DEFAULT_IDLE_TIMEOUT_MS;
-    c->head_timeout_ms = SL_DEFAULT_HEAD_TIMEOUT_MS;
-    c->max_request_line = SL_DEFAULT_MAX_REQUEST_LINE;
-    c->max_headers = SL_DEFAULT_MAX_HEADERS;
-    c->max_head_size = SL_DEFAULT_MAX_HEAD_SIZE;
-    c->max_ws_message = SL_DEFAULT_MAX_WS_MESSAGE;
-    c->max_sessions = SL_DEFAULT_MAX_SESSIONS;
-    c->max_stream_connections = SL_DEFAULT_MAX_CONNECTIONS;
+    sl_server_config_init(&c->stream);
     c->pf_connect_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
-    c->keepalive_idle_ms = SL_DEFAULT_KEEPALIVE_IDLE_MS;
-    c->keepalive_interval_ms = SL_DEFAULT_KEEPALIVE_INTERVAL_MS;
-    c->keepalive_count = SL_DEFAULT_KEEPALIVE_COUNT;
-    c->tty_size_wait_ms = SL_DEFAULT_TTY_SIZE_WAIT_MS;
     c->attach_backlog = SL_MON_ATTACH_BACKLOG;
     c->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
     c->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;

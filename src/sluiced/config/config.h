@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "sl_log.h"
+#include "sluice/server.h"
 #include "sys_error.h"
 
 /* SLUICED_DEFAULT_CONFIG: the config file read when --config is not given,
@@ -68,23 +69,15 @@ typedef struct sl_config {
     const char *stream_advertise; /* "" = the listener's address */
     /* TLS on the streaming port; "" = plain HTTP (sl_server_set_tls) */
     const char *stream_tls_cert_file, *stream_tls_key_file, *stream_tls_client_ca_file;
-    uint32_t token_ttl_ms;
-    uint32_t max_pending_tokens;
-    uint64_t idle_timeout_ms;
-    uint32_t head_timeout_ms;
-    uint32_t max_request_line;
-    uint32_t max_headers;
-    uint32_t max_head_size;
-    uint32_t max_ws_message;
-    uint32_t max_sessions;
-    uint32_t max_stream_connections; /* bounded by the open-file limit at start */
-    uint32_t pf_connect_timeout_ms;  /* the pod monitor's port-forward connect */
-    uint32_t keepalive_idle_ms, keepalive_interval_ms, keepalive_count;
-    uint32_t tty_size_wait_ms;
-    uint32_t attach_backlog;      /* bytes an attach client may fall behind (monitor) */
-    uint32_t exec_max_concurrent; /* execs of a pod being started at once (monitor) */
-    uint32_t exec_queue_max;      /* execs of a pod waiting to start (monitor) */
-    const char *exec_mode;        /* "native" or "runc" (monitor, mon_nexec.h) */
+    /* the limits of sluice/limits.h (address, port, base_path and
+     * advertise_host unused: the fields above); max_connections is bounded
+     * by the open-file limit at start */
+    sl_server_config stream;
+    uint32_t pf_connect_timeout_ms; /* the pod monitor's port-forward connect */
+    uint32_t attach_backlog;        /* bytes an attach client may fall behind (monitor) */
+    uint32_t exec_max_concurrent;   /* execs of a pod being started at once (monitor) */
+    uint32_t exec_queue_max;        /* execs of a pod waiting to start (monitor) */
+    const char *exec_mode;          /* "native" or "runc" (monitor, mon_nexec.h) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;
     uint32_t max_grpc_streams;

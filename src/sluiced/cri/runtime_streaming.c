@@ -9,6 +9,7 @@
 
 #include "cri/cri_util.h"
 #include "cri/stream_sess.h"
+#include "mon_session.h"
 
 sl_ctr *sl_cri_running_ctr(sl_grpc_call *call, sl_rt *rt, const char *id)
 {
@@ -91,9 +92,14 @@ void sl_cri_port_forward(sl_grpc_call *call, void *arg)
     const Runtime__V1__PortForwardRequest *req = (const void *)sl_grpc_call_request(call);
     if (*req->pod_sandbox_id && !sl_cri_ready_pod(call, &cri->rt, req->pod_sandbox_id))
         return;
-    uint16_t ports[128];
+    uint16_t ports[SL_MON_SESSION_MAX_PORTS];
     size_t n = 0;
-    for (size_t i = 0; i < req->n_port && n < 128; i++) {
+    if (req->n_port > SL_MON_SESSION_MAX_PORTS) { /* the hand-off to the monitor carries no more */
+        sl_grpc_call_fail(call, SL_GRPC_INVALID_ARGUMENT, "port: %zu ports, at most %d",
+                          req->n_port, SL_MON_SESSION_MAX_PORTS);
+        return;
+    }
+    for (size_t i = 0; i < req->n_port; i++) {
         if (req->port[i] < 1 || req->port[i] > 65535) {
             sl_grpc_call_fail(call, SL_GRPC_INVALID_ARGUMENT, "invalid port %d", req->port[i]);
             return;
