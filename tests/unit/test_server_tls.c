@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sluice/error.h"
+#include "refuse_rt.h"
 #include "sluice/server.h"
 
 /* The contract of sl_server_set_tls: which parameter a failure names, that
@@ -27,35 +28,6 @@ typedef struct fx {
     sl_runtime rt;
     sl_server *srv;
 } fx;
-
-static void no_exec(void *rt, sl_proc *proc, const sl_exec_request *req, const sl_term_size *sz)
-{
-    (void)rt;
-    (void)req;
-    (void)sz;
-    sl_proc_failed(proc, "none");
-}
-
-static void no_attach(void *rt, sl_proc *proc, const sl_attach_request *req, const sl_term_size *sz)
-{
-    (void)rt;
-    (void)req;
-    (void)sz;
-    sl_proc_failed(proc, "none");
-}
-
-static void no_pf(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port)
-{
-    (void)rt;
-    (void)sandbox_id;
-    (void)port;
-    sl_pfconn_failed(conn, "none");
-}
-
-static const sl_runtime_ops ops = {.struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
-                                   .exec_start = no_exec,
-                                   .attach_start = no_attach,
-                                   .portforward_connect = no_pf};
 
 static void write_key(const char *path, EVP_PKEY *k)
 {
@@ -104,7 +76,7 @@ static int setup(void **state)
     fputs("not pem\n", j);
     fclose(j);
     uv_loop_init(&f->loop);
-    f->rt.ops = &ops;
+    f->rt.ops = &refuse_rt_ops;
     sl_server_config cfg;
     sl_server_config_init(&cfg);
     cfg.port = 0;

@@ -24,6 +24,7 @@
 
 #include "server/tls.h"
 #include "sluice/error.h"
+#include "refuse_rt.h"
 #include "sluice/server.h"
 
 /* The TLS proxy of the streaming listener (lib/server/tls.c) seen from its
@@ -59,37 +60,6 @@ typedef struct cli {
     SSL_CTX *ctx;
     SSL *ssl;
 } cli;
-
-/* ---- a runtime that is never reached: every session is handed off ---- */
-
-static void no_exec(void *rt, sl_proc *proc, const sl_exec_request *req, const sl_term_size *sz)
-{
-    (void)rt;
-    (void)req;
-    (void)sz;
-    sl_proc_failed(proc, "none");
-}
-
-static void no_attach(void *rt, sl_proc *proc, const sl_attach_request *req, const sl_term_size *sz)
-{
-    (void)rt;
-    (void)req;
-    (void)sz;
-    sl_proc_failed(proc, "none");
-}
-
-static void no_pf(void *rt, sl_pfconn *conn, const char *sandbox_id, uint16_t port)
-{
-    (void)rt;
-    (void)sandbox_id;
-    (void)port;
-    sl_pfconn_failed(conn, "none");
-}
-
-static const sl_runtime_ops ops = {.struct_size = SL_STRUCT_SIZE(sl_runtime_ops),
-                                   .exec_start = no_exec,
-                                   .attach_start = no_attach,
-                                   .portforward_connect = no_pf};
 
 static void take(void *arg, sl_handoff *h, int fd, const uint8_t *head, size_t len,
                  const sl_stream_request *req)
@@ -176,7 +146,7 @@ static void make_certs(fx *f)
 static void start(fx *f, bool verify_clients, uint32_t head_timeout_ms)
 {
     uv_loop_init(&f->loop);
-    f->rt.ops = &ops;
+    f->rt.ops = &refuse_rt_ops;
     f->plain = -1;
     sl_server_config cfg;
     sl_server_config_init(&cfg);
