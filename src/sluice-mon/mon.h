@@ -84,7 +84,8 @@ typedef enum { CTR_CREATING, CTR_CREATED, CTR_RUNNING, CTR_EXITED } ctr_state;
 typedef struct mon_io {
     int out_fd[2]; /* read ends (tty: [0] is the PTY master), -1 when closed */
     sl_mwatch *out_w[2];
-    int in_fd; /* our write end of its stdin (tty: a dup of the master), -1 */
+    bool copied[2]; /* a pipe: copied, then taken once logged (mon_stdio.c) */
+    int in_fd;      /* our write end of its stdin (tty: a dup of the master), -1 */
     sl_mwatch *in_w;
     sl_bufq in_q;                /* stdin bytes not yet taken by the container */
     bool in_close_after;         /* stdin_once: close in_fd once in_q drained */

@@ -1,14 +1,27 @@
 /* A container's stdio: reads its output as it comes (never waiting for
  * anyone), writes it to the CRI log and fans it out to attach sessions;
  * funnels the sessions' stdin into the container's stdin as its single
- * writer, with a bounded queue that pauses the sessions' input. */
+ * writer, with a bounded queue that pauses the sessions' input.
+ *
+ * Output from a pipe is copied (tee) before it is taken, and taken only
+ * once it is in the log, an unfinished last line as a P record (as CRI-O
+ * does; its end follows in the next record). A monitor killed at any
+ * point thus leaves in the pipe what it had not logged, for the monitor
+ * that adopts the container (sluiced keeps a duplicate of the read end):
+ * nothing is lost, and at most the read logged just before the kill is
+ * logged again. Nothing is kept back in the pipe, so a writer blocked on
+ * a full pipe always finds it empty and wakes the loop. A terminal cannot
+ * be copied without taking: a tty's output is read. */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mon.h"
 
 static char scratch[SL_MON_READ_CHUNK]; /* one thread: one read at a time */
+static int copy_pipe[2] = {-1, -1};     /* where tee puts the copy; emptied at once */
 
 void mon_io_init(mon_io *io, mon_ctr *c)
 {
@@ -76,16 +89,17 @@ static void drop_update(mon_ctr *c, bool now)
         send_dropped(c, true);
 }
 
-/* Logs output of stream s (NULL: its end), reporting when the log's
- * writability changes. */
-static void log_output(mon_ctr *c, int s, const char *p, size_t n)
+/* Logs output of stream s (NULL: its end; cut: an unfinished last line
+ * is logged now, as a P record), reporting when the log's writability
+ * changes. */
+static void log_output(mon_ctr *c, int s, const char *p, size_t n, bool cut)
 {
     sl_mon_log *l = &c->io.log;
     uint64_t bytes = l->dropped, records = l->dropped_records;
     int was = l->err;
     if (p)
         sl_mon_log_write(l, s, p, n, sl_real_ns());
-    else
+    if (!p || cut)
         sl_mon_log_flush(l, s, sl_real_ns());
     if (!was != !l->err)
         log_health(c, bytes, records);
@@ -104,7 +118,7 @@ static void close_output(mon_ctr *c, int s)
         close(io->out_fd[s]);
     io->out_w[s] = NULL;
     io->out_fd[s] = -1;
-    log_output(c, s, NULL, 0);
+    log_output(c, s, NULL, 0, true);
     sl_mon_fanout_eof(&io->fo, s);
     if (io->out_fd[0] < 0 && io->out_fd[1] < 0)
         mon_ctr_outputs_done(c);
@@ -125,7 +139,7 @@ static void keep_noise(mon_io *io, const char *p, size_t n)
     io->noise[io->noise_len] = '\0';
 }
 
-static void output(mon_ctr *c, int s)
+static void output_read(mon_ctr *c, int s)
 {
     mon_io *io = &c->io;
     for (int i = 0; i < SL_MON_READS_PER_WAKE && io->out_fd[s] >= 0; i++) {
@@ -143,9 +157,79 @@ static void output(mon_ctr *c, int s)
             continue;
         }
         io->last_out_ms = sl_mono_ms();
-        log_output(c, s, scratch, (size_t)n);
+        log_output(c, s, scratch, (size_t)n, false);
         sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
     }
+}
+
+/* A copy of the first bytes in pipe fd into scratch, nothing taken: their
+ * count, 0 at EOF (empty, no writer), -1 (errno; EAGAIN: empty). */
+static ssize_t copy_head(int fd)
+{
+    if (copy_pipe[0] < 0 && pipe2(copy_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -1;
+    ssize_t n;
+    do
+        n = tee(fd, copy_pipe[1], sizeof(scratch), SPLICE_F_NONBLOCK);
+    while (n < 0 && errno == EINTR);
+    for (ssize_t got = 0; n > 0 && got < n;) {
+        ssize_t r = read(copy_pipe[0], scratch + got, (size_t)(n - got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1; /* cannot be: the whole copy is there */
+        got += r;
+    }
+    return n;
+}
+
+/* Takes n bytes (copied and logged) from the head of pipe fd. */
+static int take_head(mon_ctr *c, int fd, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = splice(fd, NULL, c->m->devnull, NULL, n, SPLICE_F_NONBLOCK);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Output of stream s from its pipe: copied, logged whole, fanned out,
+ * then taken. */
+static void output_copied(mon_ctr *c, int s)
+{
+    mon_io *io = &c->io;
+    int fd = io->out_fd[s];
+    ssize_t n = copy_head(fd);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+    if (n < 0) { /* a pipe tee refuses: read it from now on */
+        mon_log(MON_WARN, "container %s: copying output: %s; reading it", c->id, strerror(errno));
+        io->copied[s] = false;
+        return;
+    }
+    if (n == 0) {
+        close_output(c, s);
+        return;
+    }
+    io->last_out_ms = sl_mono_ms();
+    log_output(c, s, scratch, (size_t)n, true);
+    sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
+    if (take_head(c, fd, (size_t)n) < 0) { /* cannot be: the bytes are there */
+        mon_log(MON_ERR, "container %s: taking logged output: %s", c->id, strerror(errno));
+        close_output(c, s);
+    }
+}
+
+static void output(mon_ctr *c, int s)
+{
+    if (c->io.copied[s] && !c->io.discard)
+        output_copied(c, s);
+    else
+        output_read(c, s);
 }
 
 static void out0_cb(sl_mwatch *w, uint32_t events, void *data)
@@ -240,8 +324,10 @@ int mon_io_start(mon_ctr *c, sl_error *e)
     mon_io *io = &c->io;
     static const sl_mwatch_cb cbs[2] = {out0_cb, out1_cb};
     for (int s = 0; s < 2; s++) {
+        struct stat st;
         if (io->out_fd[s] < 0)
             continue;
+        io->copied[s] = fstat(io->out_fd[s], &st) == 0 && S_ISFIFO(st.st_mode);
         io->out_w[s] = sl_mloop_watch(c->m->loop, io->out_fd[s], EPOLLIN, cbs[s], c);
         if (!io->out_w[s])
             return sl_error_set(e, errno, "watch output");
