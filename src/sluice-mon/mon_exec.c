@@ -99,9 +99,10 @@ static void maybe_finish(mon_exec *x)
         return;
     }
     mon *m = x->m;
-    mon_log(MON_INFO, "exec %s exited %d", x->id, x->exit_code);
+    /* the event first: it ends the exec's session (its client waits) */
     mon_event(m, json_pack("{s:s, s:s, s:i}", "type", "exec_exited", "exec_id", x->id, "exit_code",
                            x->exit_code));
+    mon_log(MON_INFO, "exec %s exited %d", x->id, x->exit_code);
     exec_free(x);
     mon_shutdown_check(m);
 }

@@ -211,11 +211,13 @@ void mon_reply_all(mon *m, mon_req **list, const json_t *fields)
 
 void mon_event(mon *m, json_t *ev)
 {
+    /* The sessions served here first: their clients wait for the status,
+     * and waking sluiced before it was written would delay it. */
+    if (ev)
+        mon_sess_event(m, ev);
     for (mon_conn *c = m->conns; c; c = c->next)
         if (c->w && c->hello)
             send_to(m, c, ev, NULL, 0);
-    if (ev)
-        mon_sess_event(m, ev);
     json_decref(ev);
 }
 
