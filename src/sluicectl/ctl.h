@@ -67,6 +67,9 @@ const struct option *ctl_global_options(size_t *n);
 void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_warn(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints e, the one report of a command's failure ("sluicectl CMD: msg"),
+ * and returns CTL_EXIT_FAIL. */
+int ctl_fail(ctl *c, const sl_error *e);
 
 /* ---- option parsing (opts.c) ----
  * Parses argv with getopt_long (argv[0] = command). "+" at the start of
@@ -106,19 +109,23 @@ enum {
 };
 /* Loads path ("key: value" lines; keys runtime-endpoint, image-endpoint,
  * timeout, debug, import-dir, pull-image-on-create, disable-pull-on-run).
- * Only keys not already set by flags apply. A missing file is fine unless
- * required. Returns 0 or -1 (printed). */
-int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag);
-int ctl_config_set(ctl *c, int key, const char *val, const char *origin);
-/* Checks a value for key without applying it; -1 after printing why. */
-int ctl_config_check(ctl *c, int key, const char *val, const char *origin);
+ * Only keys not already set by flags apply. A missing file is 1 (nothing
+ * read) unless required (then an error); 0 when read; -1 with e naming
+ * the file and line, or the file and errno when it could not be read. */
+int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag, sl_error *e);
+/* Checks val (from origin: "flag", a variable, "FILE:LINE") and applies
+ * it; -1 with e saying why it is wrong. */
+int ctl_config_set(ctl *c, int key, const char *val, const char *origin, sl_error *e);
+/* Checks a value for key without applying it; -1 with e saying why. */
+int ctl_config_check(int key, const char *val, const char *origin, sl_error *e);
 /* The file's values (defaults for keys it lacks; a missing file is all
- * defaults). -1 after printing an error. */
-int ctl_config_read(ctl *c, const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE]);
+ * defaults). -1 with e set as ctl_config_load sets it. */
+int ctl_config_read(const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE], sl_error *e);
 /* Rewrites path with the keys whose newv[] is not NULL set (their lines
  * replaced where they are, else appended; everything else kept), through
- * a temporary file and a rename. -1 after printing why. */
-int ctl_config_write(ctl *c, const char *path, const char *const newv[CTL_NKEYS]);
+ * a temporary file and a rename. -1 with e naming the failing step and
+ * its errno; an existing file that cannot be read is left alone. */
+int ctl_config_write(const char *path, const char *const newv[CTL_NKEYS], sl_error *e);
 int ctl_config_key(const char *name); /* -1 when unknown */
 const char *ctl_config_key_name(int key);
 const char *ctl_config_key_default(int key);
