@@ -63,7 +63,7 @@ typedef struct ctl_cmd {
 const ctl_cmd *ctl_commands(size_t *n);
 const struct option *ctl_global_options(size_t *n);
 
-/* ---- messages (main.c) ---- */
+/* ---- messages (msg.c) ---- */
 void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_warn(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -131,37 +131,47 @@ const char *ctl_config_key_name(int key);
 const char *ctl_config_key_default(int key);
 int ctl_parse_bool(const char *v, bool *out); /* true/yes/on/1, false/no/off/0 */
 
-/* ---- CRI calls (rpc.c) ---- */
+/* ---- CRI calls (rpc.c) ----
+ * Nothing here prints an error: every failure is an sl_error (e->code the
+ * gRPC status where there is one) with the method and a hint saying what
+ * to do, for the command to print once (ctl_fail). */
 /* Calls a RuntimeService / ImageService method by name ("Version").
- * Returns the response or NULL after printing the error (with a hint). */
+ * Returns the response, or NULL with e set (an unreachable runtime too). */
 ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *resp_desc);
+                              const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
 ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *resp_desc);
+                               const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
 /* ctl_rt_call with a deadline of at least CTL_SLOW_TIMEOUT_MS. */
 ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMessage *req,
-                                   const ProtobufCMessageDescriptor *resp_desc);
-/* The same with an explicit timeout and the raw error (not printed). */
+                                   const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
+/* ctl_call_raw's answer when no connection could be made (e says why). */
+#define CTL_NOT_CONNECTED (-2)
+/* The same with an explicit timeout, returning the status: SL_CRI_OK, a
+ * gRPC code with err holding the raw error for callers that branch on it,
+ * or CTL_NOT_CONNECTED; e is set whenever the call failed. */
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err);
-void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
+                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e);
+/* The error of a failed call as the user reads it: the method, what
+ * failed, and a hint where one helps (e->code: the gRPC status). */
+void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e);
 /* A server-streaming RuntimeService call without deadline, until the
- * runtime ends it (0) or cb does (0); -1 after printing the error. */
+ * runtime ends it (0) or cb does (0); -1 with e set. */
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
-                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb);
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
+                  sl_error *e);
 void ctl_free_msg(void *m);
 /* Resolves a container / pod ID, a unique ID prefix or a name (a name that
  * several attempts of one container, or of one pod in a namespace, carry
- * means the newest): prints an error naming the command that lists them
- * and returns NULL when nothing or more than one matches. The result is
- * malloc'd. */
-char *ctl_resolve_ctr(ctl *c, const char *ref);
-char *ctl_resolve_pod(ctl *c, const char *ref);
+ * means the newest). NULL with e naming the command that lists them when
+ * nothing (e->code SL_CRI_NOT_FOUND) or more than one matches. The result
+ * is malloc'd. */
+char *ctl_resolve_ctr(ctl *c, const char *ref, sl_error *e);
+char *ctl_resolve_pod(ctl *c, const char *ref, sl_error *e);
 void ctl_disconnect(ctl *c);
-/* Connects the image service (printing why not) and returns its endpoint,
- * for a second connection of another thread; NULL when unreachable. */
-const char *ctl_image_endpoint(ctl *c);
+/* Connects the image service and returns its endpoint, for a second
+ * connection of another thread; NULL with e set when unreachable. */
+const char *ctl_image_endpoint(ctl *c, sl_error *e);
 
 /* ---- output (output.c) ---- */
 typedef struct ctl_table ctl_table;
@@ -218,10 +228,6 @@ ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
  * when val is none of them. ctl_parse_since_at takes "now" for tests. */
 int ctl_parse_since(const char *val, int64_t *ns);
 int ctl_parse_since_at(const char *val, int64_t now_ns, int64_t *ns);
-
-/* ctl_doc_load printing the error (cmd_util.c). */
-ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
-                                      ctl_arena *a);
 
 /* ---- commands ---- */
 int cmd_version(ctl *c, int argc, char **argv);

@@ -1,7 +1,6 @@
 /* sluicectl: a crictl-style client for sluiced (and any CRI runtime).
  * Global flags, environment and config file, then a dispatch table. */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,46 +112,6 @@ static void print_help(FILE *f)
     fputs("\nPod and container configs are YAML or JSON, as crictl reads them.\n"
           "See sluicectl(1) / docs/sluicectl.md.\n",
           f);
-}
-
-static void vmsg(const char *kind, ctl *c, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "%s%s%s: %s", CTL_NAME, c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "",
-            kind);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-void ctl_err(ctl *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("", c, fmt, ap);
-    va_end(ap);
-}
-
-void ctl_warn(ctl *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("warning: ", c, fmt, ap);
-    va_end(ap);
-}
-
-int ctl_fail(ctl *c, const sl_error *e)
-{
-    fprintf(stderr, "%s%s%s: %s\n", CTL_NAME, c->cmd ? " " : "", c->cmd ? c->cmd : "", e->msg);
-    return CTL_EXIT_FAIL;
-}
-
-void ctl_debug(ctl *c, const char *fmt, ...)
-{
-    if (!c->debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("debug: ", c, fmt, ap);
-    va_end(ap);
 }
 
 static const ctl_cmd *find_cmd(const char *name)
