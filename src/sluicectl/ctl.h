@@ -64,7 +64,6 @@ const ctl_cmd *ctl_commands(size_t *n);
 const struct option *ctl_global_options(size_t *n);
 
 /* ---- messages (msg.c) ---- */
-void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_warn(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints e, the one report of a command's failure ("sluicectl CMD: msg"),

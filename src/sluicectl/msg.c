@@ -14,14 +14,6 @@ static void vmsg(const char *kind, ctl *c, const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
-void ctl_err(ctl *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("", c, fmt, ap);
-    va_end(ap);
-}
-
 void ctl_warn(ctl *c, const char *fmt, ...)
 {
     va_list ap;
