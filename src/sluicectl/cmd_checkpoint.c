@@ -21,13 +21,13 @@ static int export_opt(void *arg, int id, const char *val)
     return 0;
 }
 
-static int checkpoint_one(ctl *c, const char *id, void *arg)
+static int checkpoint_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     Runtime__V1__CheckpointContainerRequest req = RUNTIME__V1__CHECKPOINT_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
     req.location = arg;
     void *r = ctl_rt_call_slow(c, "CheckpointContainer", &req.base,
-                               &runtime__v1__checkpoint_container_response__descriptor);
+                               &runtime__v1__checkpoint_container_response__descriptor, e);
     if (!r)
         return -1;
     ctl_free_msg(r);

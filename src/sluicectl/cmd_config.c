@@ -76,8 +76,9 @@ static int take_pair(ctl *c, char *pair, const char **newv)
     int k = key_or_usage(c, pair);
     if (k < 0)
         return CTL_EXIT_USAGE;
-    if (ctl_config_check(c, k, eq + 1, "--set") < 0)
-        return CTL_EXIT_USAGE;
+    sl_error e;
+    if (ctl_config_check(k, eq + 1, "--set", &e) < 0)
+        return ctl_usage(c, "%s", e.msg);
     newv[k] = eq + 1;
     return 0;
 }
@@ -94,8 +95,9 @@ static int do_set(ctl *c, config_opts *o)
              p = strtok_r(NULL, ",", &save))
             rc = take_pair(c, p, newv);
     }
-    if (rc == 0 && ctl_config_write(c, c->config_path, newv) < 0)
-        rc = CTL_EXIT_FAIL;
+    sl_error e;
+    if (rc == 0 && ctl_config_write(c->config_path, newv, &e) < 0)
+        rc = ctl_fail(c, &e);
     for (size_t i = 0; i < o->nsets; i++)
         free(bufs[i]);
     return rc;
@@ -107,8 +109,9 @@ static int do_show(ctl *c, config_opts *o)
     int k = o->get ? key_or_usage(c, o->get) : 0;
     if (k < 0)
         return CTL_EXIT_USAGE;
-    if (ctl_config_read(c, c->config_path, vals) < 0)
-        return CTL_EXIT_FAIL;
+    sl_error e;
+    if (ctl_config_read(c->config_path, vals, &e) < 0)
+        return ctl_fail(c, &e);
     if (o->get) {
         puts(vals[k]);
         return 0;
@@ -148,10 +151,13 @@ int cmd_config(ctl *c, int argc, char **argv)
             return ctl_usage(c, "KEY VALUE takes exactly two arguments");
         const char *newv[CTL_NKEYS] = {0};
         int k = key_or_usage(c, argv[first]);
-        if (k < 0 || ctl_config_check(c, k, argv[first + 1], argv[first]) < 0)
+        sl_error e;
+        if (k < 0)
             return CTL_EXIT_USAGE;
+        if (ctl_config_check(k, argv[first + 1], argv[first], &e) < 0)
+            return ctl_usage(c, "%s", e.msg);
         newv[k] = argv[first + 1];
-        return ctl_config_write(c, c->config_path, newv) < 0 ? CTL_EXIT_FAIL : 0;
+        return ctl_config_write(c->config_path, newv, &e) < 0 ? ctl_fail(c, &e) : 0;
     }
     return do_set(c, &o);
 }

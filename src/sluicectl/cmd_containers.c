@@ -57,10 +57,11 @@ int cu_want_pull(ctl *c, const cu_pull *p, bool dflt, bool *pull)
 }
 
 char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
-                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg)
+                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg,
+                    sl_error *e)
 {
     if (pull && cfg->image && cfg->image->image && *cfg->image->image) {
-        char *ref = cu_pull_image(c, p, cfg->image, pcfg, true);
+        char *ref = cu_pull_image(c, p, cfg->image, pcfg, true, e);
         if (!ref)
             return NULL;
         free(ref);
@@ -70,35 +71,37 @@ char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
     req.config = cfg;
     req.sandbox_config = pcfg;
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
     int st = ctl_call_raw(c, false, "CreateContainer", &req.base,
                           &runtime__v1__create_container_response__descriptor, &r,
-                          cu_slow_deadline(c, p->cancel_ms), &e);
-    if (st != SL_CRI_OK && st != -2)
-        ctl_print_call_err(c, "CreateContainer", &e);
+                          cu_slow_deadline(c, p->cancel_ms), &ce, e);
     char *id =
         st == SL_CRI_OK ? strdup(((Runtime__V1__CreateContainerResponse *)r)->container_id) : NULL;
+    if (st == SL_CRI_OK && !id)
+        sl_error_set(e, ENOMEM, "CreateContainer");
     ctl_free_msg(r);
     return id;
 }
 
 static int create(ctl *c, create_opts *o, bool pull, char **args)
 {
-    char *pod = ctl_resolve_pod(c, args[0]);
+    sl_error e;
+    char *pod = ctl_resolve_pod(c, args[0], &e);
     if (!pod)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     ctl_arena *a = ctl_arena_new();
     Runtime__V1__ContainerConfig *cfg =
-        (void *)ctl_load_config_msg(c, args[1], &runtime__v1__container_config__descriptor, a);
+        (void *)ctl_doc_load(args[1], &runtime__v1__container_config__descriptor, a, &e);
     Runtime__V1__PodSandboxConfig *pcfg =
-        (void *)ctl_load_config_msg(c, args[2], &runtime__v1__pod_sandbox_config__descriptor, a);
-    char *id = cfg && pcfg ? cu_create_ctr(c, &o->p, pull, pod, cfg, pcfg) : NULL;
+        cfg ? (void *)ctl_doc_load(args[2], &runtime__v1__pod_sandbox_config__descriptor, a, &e)
+            : NULL;
+    char *id = cfg && pcfg ? cu_create_ctr(c, &o->p, pull, pod, cfg, pcfg, &e) : NULL;
     if (id)
         puts(id);
     free(id);
     ctl_arena_free(a);
     free(pod);
-    return id ? 0 : CTL_EXIT_FAIL;
+    return id ? 0 : ctl_fail(c, &e);
 }
 
 int cmd_create(ctl *c, int argc, char **argv)
@@ -126,12 +129,12 @@ static const char start_help[] = "Usage: sluicectl start CONTAINER-ID...\n"
                                  "\n"
                                  "  -h, --help   this help\n";
 
-int cu_start_ctr(ctl *c, const char *id)
+int cu_start_ctr(ctl *c, const char *id, sl_error *e)
 {
     Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
     void *r = ctl_rt_call_slow(c, "StartContainer", &req.base,
-                               &runtime__v1__start_container_response__descriptor);
+                               &runtime__v1__start_container_response__descriptor, e);
     if (!r)
         return -1;
     ctl_free_msg(r);
@@ -139,10 +142,10 @@ int cu_start_ctr(ctl *c, const char *id)
     return 0;
 }
 
-static int start_one(ctl *c, const char *id, void *arg)
+static int start_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     (void)arg;
-    return cu_start_ctr(c, id);
+    return cu_start_ctr(c, id, e);
 }
 
 int cmd_start(ctl *c, int argc, char **argv)
@@ -176,30 +179,26 @@ static int stop_opt(void *arg, int id, const char *val)
     return ctl_parse_uint(s->c, "--timeout", val, 86400, &s->grace);
 }
 
-static int stop_ctr(ctl *c, const char *id, uint64_t grace)
+static int stop_ctr(ctl *c, const char *id, uint64_t grace, sl_error *e)
 {
     Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
     req.container_id = (char *)id;
     req.timeout = (int64_t)grace;
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
     /* The call lasts as long as the grace period, plus the usual timeout. */
     int st = ctl_call_raw(c, false, "StopContainer", &req.base,
                           &runtime__v1__stop_container_response__descriptor, &r,
-                          CTL_SLOW_TIMEOUT_MS + c->timeout_ms + (uint32_t)grace * 1000u, &e);
-    if (st == -2)
+                          CTL_SLOW_TIMEOUT_MS + c->timeout_ms + (uint32_t)grace * 1000u, &ce, e);
+    if (st != SL_CRI_OK)
         return -1;
-    if (st != SL_CRI_OK) {
-        ctl_print_call_err(c, "StopContainer", &e);
-        return -1;
-    }
     ctl_free_msg(r);
     return 0;
 }
 
-static int stop_one(ctl *c, const char *id, void *arg)
+static int stop_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
-    if (stop_ctr(c, id, ((stop_arg *)arg)->grace) < 0)
+    if (stop_ctr(c, id, ((stop_arg *)arg)->grace, e) < 0)
         return -1;
     puts(id);
     return 0;
@@ -246,7 +245,8 @@ static int rm_opt(void *arg, int id, const char *val)
     return 0;
 }
 
-/* The log file and its rotations (path.*), as crictl removes them. */
+/* The log file and its rotations (path.*), as crictl removes them. The
+ * container is gone by then: a file left is a warning, not a failure. */
 static void remove_logs(ctl *c, const char *id, const char *path)
 {
     char pat[PATH_MAX + 4];
@@ -257,18 +257,20 @@ static void remove_logs(ctl *c, const char *id, const char *path)
     for (size_t i = 0; i <= g.gl_pathc; i++) {
         const char *f = i < g.gl_pathc ? g.gl_pathv[i] : path;
         if (unlink(f) < 0 && errno != ENOENT)
-            ctl_err(c, "removing log file %s of container %s: %s", f, id, strerror(errno));
+            ctl_warn(c, "removing log file %s of container %s: %s", f, id, strerror(errno));
     }
     globfree(&g);
 }
 
-static int rm_one(ctl *c, const char *id, void *arg)
+static int rm_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     rm_arg *o = arg;
     Runtime__V1__ContainerStatusRequest sreq = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     sreq.container_id = (char *)id;
     Runtime__V1__ContainerStatusResponse *s = (void *)ctl_rt_call(
-        c, "ContainerStatus", &sreq.base, &runtime__v1__container_status_response__descriptor);
+        c, "ContainerStatus", &sreq.base, &runtime__v1__container_status_response__descriptor, e);
+    if (s && !s->status)
+        sl_error_set(e, 0, "ContainerStatus: the runtime answered no status for container %s", id);
     if (!s || !s->status) {
         ctl_free_msg(s);
         return -1;
@@ -276,12 +278,12 @@ static int rm_one(ctl *c, const char *id, void *arg)
     int rc = -1;
     bool running = s->status->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
     if (running && !o->force)
-        ctl_err(c, "container %s is running: stop it first, or rm -f", id);
-    else if (!running || stop_ctr(c, id, 0) == 0) {
+        sl_error_set(e, 0, "container %s is running: stop it first, or rm -f", id);
+    else if (!running || stop_ctr(c, id, 0, e) == 0) {
         Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
         req.container_id = (char *)id;
         void *r = ctl_rt_call_slow(c, "RemoveContainer", &req.base,
-                                   &runtime__v1__remove_container_response__descriptor);
+                                   &runtime__v1__remove_container_response__descriptor, e);
         ctl_free_msg(r);
         if (r) {
             puts(id);
@@ -310,14 +312,15 @@ int cmd_rm(ctl *c, int argc, char **argv)
     if (!o.all)
         return cu_each(c, argc - first, argv + first, CU_CTR, rm_one, &o);
     Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+    sl_error e;
     Runtime__V1__ListContainersResponse *r = (void *)ctl_rt_call(
-        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     rc = 0;
     for (size_t i = 0; i < r->n_containers; i++)
-        if (rm_one(c, r->containers[i]->id, &o) < 0)
-            rc = CTL_EXIT_FAIL;
+        if (rm_one(c, r->containers[i]->id, &o, &e) < 0)
+            rc = ctl_fail(c, &e);
     ctl_free_msg(r);
     return rc;
 }
@@ -354,7 +357,7 @@ static void ctr_status_table(const Runtime__V1__ContainerStatus *s)
     cu_print_map("Annotations", (void *)s->annotations, s->n_annotations);
 }
 
-static int inspect_one(ctl *c, const char *id, void *arg)
+static int inspect_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     const cu_inspect *o = arg;
     ctl_out out = o->out;
@@ -362,7 +365,7 @@ static int inspect_one(ctl *c, const char *id, void *arg)
     req.container_id = (char *)id;
     req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
-        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
+        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor, e);
     if (!r)
         return -1;
     if (out == CTL_OUT_TABLE && r->status)

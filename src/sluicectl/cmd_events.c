@@ -34,6 +34,7 @@ static bool stop(void *arg)
 
 int cmd_events(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_JSON;
@@ -47,7 +48,7 @@ int cmd_events(ctl *c, int argc, char **argv)
     Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
     sl_cri_stream_cb cb = {on_event, stop, &out};
     return ctl_rt_stream(c, "GetContainerEvents", &req.base,
-                         &runtime__v1__container_event_response__descriptor, &cb) < 0
-               ? CTL_EXIT_FAIL
+                         &runtime__v1__container_event_response__descriptor, &cb, &e) < 0
+               ? ctl_fail(c, &e)
                : 0;
 }

@@ -68,7 +68,9 @@ static void write_all(int fd, const uint8_t *p, size_t n)
     }
 }
 
-static int exec_sync(ctl *c, const exec_opts *o, const char *id, char **cmd, size_t ncmd)
+/* The command's exit code, or -1 with e set when the call failed. */
+static int exec_sync(ctl *c, const exec_opts *o, const char *id, char **cmd, size_t ncmd,
+                     sl_error *e)
 {
     Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
     req.container_id = (char *)id;
@@ -78,15 +80,10 @@ static int exec_sync(ctl *c, const exec_opts *o, const char *id, char **cmd, siz
     uint32_t tmo =
         o->timeout ? c->timeout_ms + (uint32_t)o->timeout * 1000u : EXECSYNC_NO_TIMEOUT_MS;
     ProtobufCMessage *r;
-    sl_cri_err e;
-    int st = ctl_call_raw(c, false, "ExecSync", &req.base,
-                          &runtime__v1__exec_sync_response__descriptor, &r, tmo, &e);
-    if (st == -2)
-        return CTL_EXIT_FAIL;
-    if (st != SL_CRI_OK) {
-        ctl_print_call_err(c, "ExecSync", &e);
-        return CTL_EXIT_FAIL;
-    }
+    sl_cri_err ce;
+    if (ctl_call_raw(c, false, "ExecSync", &req.base, &runtime__v1__exec_sync_response__descriptor,
+                     &r, tmo, &ce, e) != SL_CRI_OK)
+        return -1;
     Runtime__V1__ExecSyncResponse *x = (void *)r;
     write_all(STDOUT_FILENO, x->stdout.data, x->stdout.len);
     write_all(STDERR_FILENO, x->stderr.data, x->stderr.len);
@@ -97,6 +94,7 @@ static int exec_sync(ctl *c, const exec_opts *o, const char *id, char **cmd, siz
 
 int cmd_exec(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"interactive", no_argument, NULL, 'i'},
                                        {"tty", no_argument, NULL, 't'},
                                        {"sync", no_argument, NULL, 's'},
@@ -112,11 +110,13 @@ int cmd_exec(ctl *c, int argc, char **argv)
         return ctl_usage(c, "needs CONTAINER and CMD (see sluicectl exec --help)");
     if (o.sync && (o.in || o.tty))
         return ctl_usage(c, "-s (ExecSync) takes neither -i nor -t");
-    char *id = ctl_resolve_ctr(c, argv[first]);
+    char *id = ctl_resolve_ctr(c, argv[first], &e);
     if (!id)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     if (o.sync) {
-        rc = exec_sync(c, &o, id, argv + first + 1, (size_t)(argc - first - 1));
+        rc = exec_sync(c, &o, id, argv + first + 1, (size_t)(argc - first - 1), &e);
+        if (rc < 0)
+            rc = ctl_fail(c, &e);
     } else {
         ctl_stream_req r = {.ctr_id = id,
                             .cmd = argv + first + 1,
@@ -124,7 +124,9 @@ int cmd_exec(ctl *c, int argc, char **argv)
                             .tty = o.tty,
                             .stdin_on = o.in,
                             .transport = o.transport};
-        rc = ctl_stream_run(c, &r);
+        rc = ctl_stream_run(c, &r, &e);
+        if (rc < 0)
+            rc = ctl_fail(c, &e);
     }
     free(id);
     return rc;
@@ -149,11 +151,12 @@ static const char attach_help[] =
  * out): 1, 0, or -1 when the runtime does not say. */
 static int ctr_tty(ctl *c, const char *id)
 {
+    sl_error e; /* a failed call is "does not say": the attach goes on */
     Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     req.container_id = (char *)id;
     req.verbose = true;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
-        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
+        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor, &e);
     int tty = -1;
     for (size_t i = 0; r && i < r->n_info; i++) {
         if (strcmp(r->info[i]->key, "info"))
@@ -170,6 +173,7 @@ static int ctr_tty(ctl *c, const char *id)
 
 int cmd_attach(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"stdin", no_argument, NULL, 'i'},
                                        {"tty", no_argument, NULL, 't'},
                                        {"transport", required_argument, NULL, 'r'},
@@ -188,19 +192,22 @@ int cmd_attach(ctl *c, int argc, char **argv)
                          "--detach-keys \"%s\": use a comma-separated list of ctrl-<key> or "
                          "single characters, e.g. ctrl-p,ctrl-q",
                          o.detach_keys);
-    char *id = ctl_resolve_ctr(c, argv[first]);
+    char *id = ctl_resolve_ctr(c, argv[first], &e);
     if (!id)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     /* The runtime attaches with the container's own tty: -t on a container
      * without one would silently lose its stderr. */
     if (o.tty && ctr_tty(c, id) == 0) {
-        ctl_err(c, "container %s has no terminal (its config has tty: false): attach without -t",
-                id);
+        sl_error_set(&e, 0,
+                     "container %s has no terminal (its config has tty: false): attach without -t",
+                     id);
         free(id);
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     }
     r.ctr_id = id;
-    rc = ctl_stream_run(c, &r);
+    rc = ctl_stream_run(c, &r, &e);
+    if (rc < 0)
+        rc = ctl_fail(c, &e);
     free(id);
     return rc;
 }

@@ -29,6 +29,7 @@ static void fs_table(const char *label, Runtime__V1__FilesystemUsage **fs, size_
 
 int cmd_imagefsinfo(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_JSON;
@@ -40,9 +41,9 @@ int cmd_imagefsinfo(ctl *c, int argc, char **argv)
         return ctl_usage(c, "takes no arguments (see sluicectl imagefsinfo --help)");
     Runtime__V1__ImageFsInfoRequest req = RUNTIME__V1__IMAGE_FS_INFO_REQUEST__INIT;
     Runtime__V1__ImageFsInfoResponse *r = (void *)ctl_img_call(
-        c, "ImageFsInfo", &req.base, &runtime__v1__image_fs_info_response__descriptor);
+        c, "ImageFsInfo", &req.base, &runtime__v1__image_fs_info_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     if (out == CTL_OUT_TABLE) {
         fs_table("Container", r->container_filesystems, r->n_container_filesystems);
         fs_table("Image", r->image_filesystems, r->n_image_filesystems);

@@ -128,6 +128,7 @@ static void print_images(images_opts *o, Runtime__V1__ListImagesResponse *r)
 
 int cmd_images(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"digests", no_argument, NULL, I_DIGESTS},
                                        {"pinned", no_argument, NULL, I_PINNED},
                                        {"quiet", no_argument, NULL, 'q'},
@@ -151,9 +152,9 @@ int cmd_images(ctl *c, int argc, char **argv)
         req.filter = &f;
     }
     Runtime__V1__ListImagesResponse *r = (void *)ctl_img_call(
-        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor);
+        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     print_images(&o, r);
     ctl_free_msg(r);
     return 0;
@@ -171,7 +172,9 @@ static const char inspecti_help[] =
     "  -q, --quiet           the status only, not the runtime's verbose info\n"
     "  -h, --help            this help\n";
 
-static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, bool verbose)
+/* The image's status, or NULL with e set (an unknown image too). */
+static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, bool verbose,
+                                                      sl_error *e)
 {
     Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
@@ -179,20 +182,22 @@ static Runtime__V1__ImageStatusResponse *image_status(ctl *c, const char *ref, b
     req.image = &spec;
     req.verbose = verbose;
     Runtime__V1__ImageStatusResponse *r = (void *)ctl_img_call(
-        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor);
+        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor, e);
     if (r && !r->image) {
-        ctl_err(c, "image \"%s\" not found (`sluicectl images` lists them)", ref);
+        sl_error_code(e, SL_CRI_NOT_FOUND, "image \"%s\" not found (`sluicectl images` lists them)",
+                      ref);
         ctl_free_msg(r);
         return NULL;
     }
     return r;
 }
 
-static int inspecti_one(ctl *c, const char *ref, void *arg)
+static int inspecti_one(ctl *c, const char *ref, void *arg, sl_error *e)
 {
     const cu_inspect *o = arg;
     ctl_out out = o->out;
-    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, out != CTL_OUT_TABLE && !o->quiet);
+    Runtime__V1__ImageStatusResponse *r =
+        image_status(c, ref, out != CTL_OUT_TABLE && !o->quiet, e);
     if (!r)
         return -1;
     if (out == CTL_OUT_TABLE) {
@@ -251,14 +256,14 @@ static int rmi_opt(void *arg, int id, const char *val)
     return 0;
 }
 
-static int remove_image(ctl *c, const Runtime__V1__Image *im)
+static int remove_image(ctl *c, const Runtime__V1__Image *im, sl_error *e)
 {
     Runtime__V1__RemoveImageRequest req = RUNTIME__V1__REMOVE_IMAGE_REQUEST__INIT;
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
     spec.image = im->id;
     req.image = &spec;
-    void *r =
-        ctl_img_call(c, "RemoveImage", &req.base, &runtime__v1__remove_image_response__descriptor);
+    void *r = ctl_img_call(c, "RemoveImage", &req.base,
+                           &runtime__v1__remove_image_response__descriptor, e);
     if (!r)
         return -1;
     ctl_free_msg(r);
@@ -269,13 +274,13 @@ static int remove_image(ctl *c, const Runtime__V1__Image *im)
     return 0;
 }
 
-static int rmi_one(ctl *c, const char *ref, void *arg)
+static int rmi_one(ctl *c, const char *ref, void *arg, sl_error *e)
 {
     (void)arg;
-    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, false);
+    Runtime__V1__ImageStatusResponse *r = image_status(c, ref, false, e);
     if (!r)
         return -1;
-    int rc = remove_image(c, r->image);
+    int rc = remove_image(c, r->image, e);
     ctl_free_msg(r);
     return rc;
 }
@@ -296,27 +301,28 @@ static bool in_use(const Runtime__V1__ListContainersResponse *cs, const Runtime_
 
 static int rmi_all(ctl *c, bool prune)
 {
+    sl_error e;
     Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
     Runtime__V1__ListImagesResponse *r = (void *)ctl_img_call(
-        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor);
+        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     Runtime__V1__ListContainersResponse *cs = NULL;
     if (prune) {
         Runtime__V1__ListContainersRequest creq = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
         cs = (void *)ctl_rt_call(c, "ListContainers", &creq.base,
-                                 &runtime__v1__list_containers_response__descriptor);
+                                 &runtime__v1__list_containers_response__descriptor, &e);
         if (!cs) {
             ctl_free_msg(r);
-            return CTL_EXIT_FAIL;
+            return ctl_fail(c, &e);
         }
     }
     int rc = 0;
     for (size_t i = 0; i < r->n_images; i++)
         /* prune keeps pinned images (the sandbox image), as crictl does */
         if ((!prune || (!in_use(cs, r->images[i]) && !r->images[i]->pinned)) &&
-            remove_image(c, r->images[i]) < 0)
-            rc = CTL_EXIT_FAIL;
+            remove_image(c, r->images[i], &e) < 0)
+            rc = ctl_fail(c, &e); /* each image's failure; the others go on */
     ctl_free_msg(cs);
     ctl_free_msg(r);
     return rc;

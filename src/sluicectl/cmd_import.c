@@ -315,11 +315,11 @@ static void progress_run(void *arg)
     sl_cri_client_free(p->cl);
 }
 
-/* Returns -1 when sluiced is not reachable (printed). */
-static int progress_start(progress *p, ctl *c, const char *name, uint64_t every_ms)
+/* Returns -1 with e set when sluiced is not reachable. */
+static int progress_start(progress *p, ctl *c, const char *name, uint64_t every_ms, sl_error *e)
 {
     *p = (progress){.name = name, .t0 = uv_hrtime(), .every_ms = every_ms};
-    if (!(p->endpoint = ctl_image_endpoint(c)))
+    if (!(p->endpoint = ctl_image_endpoint(c, e)))
         return -1;
     fprintf(stderr, "sluicectl: %s: asking sluiced to import it\n", name);
     if (uv_mutex_init(&p->mu) < 0)
@@ -349,27 +349,23 @@ static void progress_stop(progress *p)
     uv_mutex_destroy(&p->mu);
 }
 
-static int pull(ctl *c, const import_opts *o, const char *name)
+static int pull(ctl *c, const import_opts *o, const char *name, sl_error *e)
 {
     Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
     spec.image = (char *)name;
     req.image = &spec;
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
     progress p;
-    if (progress_start(&p, c, name, o->progress_ms) < 0)
+    if (progress_start(&p, c, name, o->progress_ms, e) < 0)
         return -1;
     int st =
         ctl_call_raw(c, true, "PullImage", &req.base, &runtime__v1__pull_image_response__descriptor,
-                     &r, (uint32_t)o->timeout_ms, &e);
+                     &r, (uint32_t)o->timeout_ms, &ce, e);
     progress_stop(&p);
-    if (st == -2)
+    if (st != SL_CRI_OK)
         return -1;
-    if (st != SL_CRI_OK) {
-        ctl_print_call_err(c, "PullImage", &e);
-        return -1;
-    }
     printf("Imported %s: %s\n", name, ((Runtime__V1__PullImageResponse *)r)->image_ref);
     ctl_free_msg(r);
     return 0;
@@ -408,14 +404,14 @@ static int do_import(ctl *c, const import_opts *o, const char *file)
                                "refer to it",
                                file)) ||
         copy_in(file, o, dst, sizeof dst, &e) < 0) {
-        ctl_err(c, "%s", e.msg); /* the one place these failures are printed */
+        ctl_fail(c, &e); /* the one place these failures are printed */
         goto out;
     }
     ctl_debug(c, "copied %s to %s", file, dst);
     rc = 0;
     for (size_t i = 0; i < ns.n; i++)
-        if (pull(c, o, ns.v[i]) < 0)
-            rc = CTL_EXIT_FAIL;
+        if (pull(c, o, ns.v[i], &e) < 0)
+            rc = ctl_fail(c, &e); /* each name's failure; the others go on */
 out:
     for (size_t i = 0; i < ns.n; i++)
         free(ns.v[i]);

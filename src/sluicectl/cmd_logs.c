@@ -200,22 +200,30 @@ static ssize_t pump(reader *r, int fd)
 
 /* ---- the container ---- */
 
-static Runtime__V1__ContainerStatus *ctr_status(ctl *c, const char *id)
+/* The container's status, or NULL with e set. */
+static Runtime__V1__ContainerStatus *ctr_status(ctl *c, const char *id, sl_error *e)
 {
     Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
     req.container_id = (char *)id;
     Runtime__V1__ContainerStatusResponse *r = (void *)ctl_rt_call(
-        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor);
+        c, "ContainerStatus", &req.base, &runtime__v1__container_status_response__descriptor, e);
     Runtime__V1__ContainerStatus *s = r ? r->status : NULL;
+    if (r && !s)
+        sl_error_set(e, 0, "ContainerStatus: the runtime answered no status for container %s", id);
     if (r)
         r->status = NULL; /* kept; the rest freed */
     ctl_free_msg(r);
     return s;
 }
 
+/* The container's state; -1 when the runtime cannot say (a warning: what
+ * was shown stays shown, the follow ends). */
 static int ctr_state(ctl *c, const char *id)
 {
-    Runtime__V1__ContainerStatus *s = ctr_status(c, id);
+    sl_error e;
+    Runtime__V1__ContainerStatus *s = ctr_status(c, id, &e);
+    if (!s)
+        ctl_warn(c, "stopped following the log: %s", e.msg);
     int st = s ? (int)s->state : -1;
     ctl_free_msg(s);
     return st;
@@ -259,21 +267,18 @@ static void follow(ctl *c, const char *id, const char *path, int fd, reader *r)
     close(fd);
 }
 
-static int show_file(ctl *c, logs_opts *o, const char *id, const char *path)
+/* Prints path (then follows it while id runs, with -f); -1 with e set. */
+static int show_file(ctl *c, logs_opts *o, const char *id, const char *path, sl_error *e)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        ctl_err(c, "log file %s: %s", path, strerror(errno));
-        return CTL_EXIT_FAIL;
-    }
+    if (fd < 0)
+        return sl_error_set(e, errno, "log file %s", path);
     if (o->tail >= 0)
         lseek(fd, sl_cri_log_tail_offset(fd, o->tail), SEEK_SET);
     reader r = {.o = o, .at_line_start = true};
     int rc = 0;
-    if (pump(&r, fd) < 0) {
-        ctl_err(c, "reading %s: %s", path, strerror(errno));
-        rc = CTL_EXIT_FAIL;
-    }
+    if (pump(&r, fd) < 0)
+        rc = sl_error_set(e, errno, "reading %s", path);
     if (rc == 0 && o->follow && id)
         follow(c, id, path, fd, &r);
     else
@@ -325,53 +330,61 @@ static char *prev_by_name(const Runtime__V1__ContainerStatus *s)
 }
 
 /* The previous attempt's log path (its container ID in *id when the
- * runtime still has it); NULL after printing crictl's message. */
-static char *previous_log(ctl *c, const Runtime__V1__ContainerStatus *s, char **prev_id)
+ * runtime still has it); NULL with e set (crictl's message when there is
+ * none). */
+static char *previous_log(ctl *c, const Runtime__V1__ContainerStatus *s, char **prev_id,
+                          sl_error *e)
 {
     Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
     Runtime__V1__ListContainersResponse *l = (void *)ctl_rt_call(
-        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor, e);
     if (!l)
         return NULL;
     const Runtime__V1__Container *p = prev_attempt(l, s->id);
     char *path = NULL;
     if (p) {
-        Runtime__V1__ContainerStatus *ps = ctr_status(c, p->id);
+        Runtime__V1__ContainerStatus *ps = ctr_status(c, p->id, e);
         path = ps ? strdup(ps->log_path ? ps->log_path : "") : NULL;
         *prev_id = ps ? strdup(p->id) : NULL;
+        if (ps && (!path || !*prev_id))
+            sl_error_set(e, ENOMEM, "container %s", p->id);
         ctl_free_msg(ps);
     } else if (!(path = prev_by_name(s))) {
-        ctl_err(c, "previous terminated container %s not found",
-                s->metadata ? s->metadata->name : s->id);
+        sl_error_code(e, SL_CRI_NOT_FOUND, "previous terminated container %s not found",
+                      s->metadata ? s->metadata->name : s->id);
     }
     ctl_free_msg(l);
     return path;
 }
 
-static int reopen(ctl *c, const char *id)
+static int reopen(ctl *c, const char *id, sl_error *e)
 {
     Runtime__V1__ReopenContainerLogRequest req = RUNTIME__V1__REOPEN_CONTAINER_LOG_REQUEST__INIT;
     req.container_id = (char *)id;
     void *r = ctl_rt_call(c, "ReopenContainerLog", &req.base,
-                          &runtime__v1__reopen_container_log_response__descriptor);
+                          &runtime__v1__reopen_container_log_response__descriptor, e);
     ctl_free_msg(r);
     return r ? 0 : -1;
 }
 
-static int show_logs(ctl *c, logs_opts *o, const char *id)
+/* 0, or -1 with e set. */
+static int show_logs(ctl *c, logs_opts *o, const char *id, sl_error *e)
 {
-    if (o->reopen && reopen(c, id) < 0)
-        return CTL_EXIT_FAIL;
-    Runtime__V1__ContainerStatus *s = ctr_status(c, id);
+    if (o->reopen && reopen(c, id, e) < 0)
+        return -1;
+    Runtime__V1__ContainerStatus *s = ctr_status(c, id, e);
     if (!s)
-        return CTL_EXIT_FAIL;
+        return -1;
     char *prev = NULL;
-    char *path = o->previous ? previous_log(c, s, &prev) : strdup(s->log_path ? s->log_path : "");
-    int rc = CTL_EXIT_FAIL;
-    if (path && !*path)
-        ctl_err(c, "container %s has no log file (its config set no log_path)", id);
+    char *path =
+        o->previous ? previous_log(c, s, &prev, e) : strdup(s->log_path ? s->log_path : "");
+    int rc = -1;
+    if (!path && !o->previous)
+        sl_error_set(e, ENOMEM, "container %s", id);
+    else if (path && !*path)
+        sl_error_set(e, 0, "container %s has no log file (its config set no log_path)", id);
     else if (path) /* the previous attempt is over: nothing to follow */
-        rc = show_file(c, o, o->previous ? prev : id, path);
+        rc = show_file(c, o, o->previous ? prev : id, path, e);
     free(prev);
     free(path);
     ctl_free_msg(s);
@@ -380,6 +393,7 @@ static int show_logs(ctl *c, logs_opts *o, const char *id)
 
 int cmd_logs(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"follow", no_argument, NULL, 'f'},
                                        {"previous", no_argument, NULL, 'p'},
                                        {"reopen", no_argument, NULL, 'r'},
@@ -395,10 +409,10 @@ int cmd_logs(ctl *c, int argc, char **argv)
         return rc;
     if (argc - first != 1)
         return ctl_usage(c, "needs exactly one CONTAINER-ID (see sluicectl logs --help)");
-    char *id = ctl_resolve_ctr(c, argv[first]);
+    char *id = ctl_resolve_ctr(c, argv[first], &e);
     if (!id)
-        return CTL_EXIT_FAIL;
-    rc = show_logs(c, &o, id);
+        return ctl_fail(c, &e);
+    rc = show_logs(c, &o, id, &e) < 0 ? ctl_fail(c, &e) : 0;
     free(id);
     return rc;
 }

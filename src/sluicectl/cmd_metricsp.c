@@ -33,13 +33,14 @@ static int metricsp_opt(void *arg, int id, const char *val)
 
 static int show(metricsp_opts *o)
 {
+    sl_error e;
     Runtime__V1__ListPodSandboxMetricsRequest req =
         RUNTIME__V1__LIST_POD_SANDBOX_METRICS_REQUEST__INIT;
     Runtime__V1__ListPodSandboxMetricsResponse *r =
         (void *)ctl_rt_call(o->c, "ListPodSandboxMetrics", &req.base,
-                            &runtime__v1__list_pod_sandbox_metrics_response__descriptor);
+                            &runtime__v1__list_pod_sandbox_metrics_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(o->c, &e);
     if (o->watch && o->out == CTL_OUT_YAML)
         fputs("---\n", stdout);
     cu_print_msg(&r->base, o->out);

@@ -1,4 +1,5 @@
 /* Pod sandbox commands: runp, stopp, rmp, pods, inspectp. */
+#include <errno.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,20 +40,20 @@ static int runp_opt(void *arg, int id, const char *val)
 }
 
 char *cu_run_pod(ctl *c, Runtime__V1__PodSandboxConfig *cfg, const char *handler,
-                 uint64_t cancel_ms)
+                 uint64_t cancel_ms, sl_error *e)
 {
     Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
     req.config = cfg;
     req.runtime_handler = (char *)(handler ? handler : "");
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
     int st = ctl_call_raw(c, false, "RunPodSandbox", &req.base,
                           &runtime__v1__run_pod_sandbox_response__descriptor, &r,
-                          cu_slow_deadline(c, cancel_ms), &e);
-    if (st != SL_CRI_OK && st != -2)
-        ctl_print_call_err(c, "RunPodSandbox", &e);
+                          cu_slow_deadline(c, cancel_ms), &ce, e);
     char *id =
         st == SL_CRI_OK ? strdup(((Runtime__V1__RunPodSandboxResponse *)r)->pod_sandbox_id) : NULL;
+    if (st == SL_CRI_OK && !id)
+        sl_error_set(e, ENOMEM, "RunPodSandbox");
     ctl_free_msg(r);
     return id;
 }
@@ -70,14 +71,15 @@ int cmd_runp(ctl *c, int argc, char **argv)
     if (argc - first != 1)
         return ctl_usage(c, "needs exactly one POD-CONFIG file (see sluicectl runp --help)");
     ctl_arena *a = ctl_arena_new();
-    Runtime__V1__PodSandboxConfig *cfg = (void *)ctl_load_config_msg(
-        c, argv[first], &runtime__v1__pod_sandbox_config__descriptor, a);
-    char *id = cfg ? cu_run_pod(c, cfg, o.handler, o.cancel_ms) : NULL;
+    sl_error e;
+    Runtime__V1__PodSandboxConfig *cfg =
+        (void *)ctl_doc_load(argv[first], &runtime__v1__pod_sandbox_config__descriptor, a, &e);
+    char *id = cfg ? cu_run_pod(c, cfg, o.handler, o.cancel_ms, &e) : NULL;
     if (id)
         puts(id);
     free(id);
     ctl_arena_free(a);
-    return id ? 0 : CTL_EXIT_FAIL;
+    return id ? 0 : ctl_fail(c, &e);
 }
 
 /* ---- stopp / rmp ---- */
@@ -90,34 +92,27 @@ static const char stopp_help[] = "Usage: sluicectl stopp POD-ID...\n"
                                  "  -h, --help   this help\n";
 
 static int pod_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                    const ProtobufCMessageDescriptor *d)
+                    const ProtobufCMessageDescriptor *d, sl_error *e)
 {
-    ProtobufCMessage *r;
-    sl_cri_err e;
-    uint32_t tmo = c->timeout_ms > CTL_SLOW_TIMEOUT_MS ? c->timeout_ms : CTL_SLOW_TIMEOUT_MS;
-    int st = ctl_call_raw(c, false, method, req, d, &r, tmo, &e);
-    if (st == -2)
+    ProtobufCMessage *r = ctl_rt_call_slow(c, method, req, d, e);
+    if (!r)
         return -1;
-    if (st != SL_CRI_OK) {
-        ctl_print_call_err(c, method, &e);
-        return -1;
-    }
     ctl_free_msg(r);
     return 0;
 }
 
-static int stop_pod(ctl *c, const char *id)
+static int stop_pod(ctl *c, const char *id, sl_error *e)
 {
     Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
     return pod_call(c, "StopPodSandbox", &req.base,
-                    &runtime__v1__stop_pod_sandbox_response__descriptor);
+                    &runtime__v1__stop_pod_sandbox_response__descriptor, e);
 }
 
-static int stopp_one(ctl *c, const char *id, void *arg)
+static int stopp_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     (void)arg;
-    if (stop_pod(c, id) < 0)
+    if (stop_pod(c, id, e) < 0)
         return -1;
     printf("Stopped sandbox %s\n", id);
     return 0;
@@ -157,15 +152,15 @@ static int rm_opt(void *arg, int id, const char *val)
     return 0;
 }
 
-static int rmp_one(ctl *c, const char *id, void *arg)
+static int rmp_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     rm_opts *o = arg;
-    if (o->force && stop_pod(c, id) < 0)
+    if (o->force && stop_pod(c, id, e) < 0)
         return -1;
     Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
     req.pod_sandbox_id = (char *)id;
     if (pod_call(c, "RemovePodSandbox", &req.base,
-                 &runtime__v1__remove_pod_sandbox_response__descriptor) < 0)
+                 &runtime__v1__remove_pod_sandbox_response__descriptor, e) < 0)
         return -1;
     printf("Removed sandbox %s\n", id);
     return 0;
@@ -173,15 +168,16 @@ static int rmp_one(ctl *c, const char *id, void *arg)
 
 static int all_pods(ctl *c, rm_opts *o)
 {
+    sl_error e;
     Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
     Runtime__V1__ListPodSandboxResponse *r = (void *)ctl_rt_call(
-        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor);
+        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     int rc = 0;
     for (size_t i = 0; i < r->n_items; i++)
-        if (rmp_one(c, r->items[i]->id, o) < 0)
-            rc = CTL_EXIT_FAIL;
+        if (rmp_one(c, r->items[i]->id, o, &e) < 0)
+            rc = ctl_fail(c, &e); /* each pod's failure; the others go on */
     ctl_free_msg(r);
     return rc;
 }
@@ -337,6 +333,7 @@ static void print_pods(pods_opts *o, Runtime__V1__ListPodSandboxResponse *r)
 
 int cmd_pods(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"id", required_argument, NULL, P_ID},
                                        {"name", required_argument, NULL, P_NAME},
                                        {"namespace", required_argument, NULL, P_NS},
@@ -374,10 +371,10 @@ int cmd_pods(ctl *c, int argc, char **argv)
     f.n_label_selector = o.labels.n;
     f.label_selector = (void *)o.labels.ents;
     Runtime__V1__ListPodSandboxResponse *r = (void *)ctl_rt_call(
-        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor);
+        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor, &e);
     cu_labels_free(&o.labels);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     print_pods(&o, r);
     ctl_free_msg(r);
     return 0;
@@ -410,7 +407,7 @@ static void pod_status_table(const Runtime__V1__PodSandboxStatus *s)
     cu_print_map("Annotations", (void *)s->annotations, s->n_annotations);
 }
 
-static int inspectp_one(ctl *c, const char *id, void *arg)
+static int inspectp_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     const cu_inspect *o = arg;
     ctl_out out = o->out;
@@ -418,7 +415,7 @@ static int inspectp_one(ctl *c, const char *id, void *arg)
     req.pod_sandbox_id = (char *)id;
     req.verbose = out != CTL_OUT_TABLE && !o->quiet;
     Runtime__V1__PodSandboxStatusResponse *r = (void *)ctl_rt_call(
-        c, "PodSandboxStatus", &req.base, &runtime__v1__pod_sandbox_status_response__descriptor);
+        c, "PodSandboxStatus", &req.base, &runtime__v1__pod_sandbox_status_response__descriptor, e);
     if (!r)
         return -1;
     if (out == CTL_OUT_TABLE && r->status)

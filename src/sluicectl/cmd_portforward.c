@@ -2,8 +2,11 @@
  * are forwarded into the pod sandbox. SPDY and tunnelled WebSocket carry
  * every connection on one session; legacy WebSocket channels carry one
  * connection per port per session, so each connection gets its own
- * PortForward call and session. A failed connection is reported and the
- * others go on. SIGINT/SIGTERM end the session cleanly (exit 0). */
+ * PortForward call and session. A failed connection is reported as a
+ * warning and the others go on; what ends the command (a listener that
+ * cannot bind, the session's failure) is an sl_error in pfrun, printed
+ * once by cmd_port_forward. SIGINT/SIGTERM end the session cleanly
+ * (exit 0). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -70,6 +73,7 @@ typedef struct pfrun {
     uv_signal_t sig[2];
     bool listening, closing, over;
     int rc;
+    sl_error err; /* why the command failed, when rc says it did */
 } pfrun;
 
 typedef struct pf_opts {
@@ -122,7 +126,9 @@ static int parse_spec(const char *spec, uint16_t *local, uint16_t *remote)
     return parse_port(colon + 1, strlen(colon + 1), false, remote);
 }
 
-static int bind_one(ctl *c, const char *addr, uint16_t *port)
+/* A non-blocking socket bound to addr:*port (0: a free port, written
+ * back); -1 with e naming the address (errnum: the failing call's). */
+static int bind_one(const char *addr, uint16_t *port, sl_error *e)
 {
     struct sockaddr_storage ss = {0};
     socklen_t len;
@@ -133,8 +139,8 @@ static int bind_one(ctl *c, const char *addr, uint16_t *port)
     } else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
         s6->sin6_family = AF_INET6, s6->sin6_port = htons(*port), len = sizeof *s6;
     } else {
-        ctl_err(c, "--address: \"%s\" is not an IPv4 or IPv6 address (or localhost)", addr);
-        return -1;
+        return sl_error_set(e, 0, "--address: \"%s\" is not an IPv4 or IPv6 address (or localhost)",
+                            addr);
     }
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
@@ -142,11 +148,10 @@ static int bind_one(ctl *c, const char *addr, uint16_t *port)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         bind(fd, (struct sockaddr *)&ss, len) < 0) {
-        int e = errno;
+        int err = errno;
         if (fd >= 0)
             close(fd);
-        errno = e;
-        return -1;
+        return sl_error_set(e, err, "cannot listen on %s:%u", addr, *port);
     }
     if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0)
         *port = ntohs(ss.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
@@ -156,22 +161,19 @@ static int bind_one(ctl *c, const char *addr, uint16_t *port)
 static void on_accept(uv_poll_t *h, int status, int events);
 
 /* Binds every address for one forward; ::1 may be missing (skipped when
- * it came from "localhost"). */
+ * it came from "localhost"). -1 with e set. */
 static int bind_forward(pfrun *p, char **addrs, size_t naddrs, bool from_localhost, uint16_t local,
-                        uint16_t remote)
+                        uint16_t remote, sl_error *e)
 {
     size_t bound = 0;
     for (size_t i = 0; i < naddrs; i++) {
         listener *l = &p->l[p->nl];
         uint16_t port = local;
-        int fd = bind_one(p->c, addrs[i], &port);
-        if (fd < 0 && from_localhost && strchr(addrs[i], ':') && errno == EADDRNOTAVAIL)
+        int fd = bind_one(addrs[i], &port, e);
+        if (fd < 0 && from_localhost && strchr(addrs[i], ':') && e->errnum == EADDRNOTAVAIL)
             continue;
-        if (fd < 0) {
-            if (errno)
-                ctl_err(p->c, "cannot listen on %s:%u: %s", addrs[i], local, strerror(errno));
+        if (fd < 0)
             return -1;
-        }
         local = port; /* ":REMOTE" → the same free port on every address */
         *l = (listener){.p = p, .fd = fd, .local = port, .remote = remote};
         snprintf(l->addr, sizeof l->addr, strchr(addrs[i], ':') ? "[%s]" : "%s", addrs[i]);
@@ -179,7 +181,7 @@ static int bind_forward(pfrun *p, char **addrs, size_t naddrs, bool from_localho
         l->poll.data = l;
         p->nl++, bound++;
     }
-    return bound ? 0 : -1;
+    return bound ? 0 : sl_error_set(e, 0, "--address: no address to listen on for port %u", local);
 }
 
 static void start_listening(pfrun *p)
@@ -189,8 +191,8 @@ static void start_listening(pfrun *p)
     p->listening = true;
     for (size_t i = 0; i < p->nl; i++) {
         listener *l = &p->l[i];
-        if (listen(l->fd, PF_BACKLOG) < 0) {
-            ctl_err(p->c, "listen on %s:%u: %s", l->addr, l->local, strerror(errno));
+        if (listen(l->fd, PF_BACKLOG) < 0) { /* the other listeners go on */
+            ctl_warn(p->c, "listen on %s:%u: %s", l->addr, l->local, strerror(errno));
             continue;
         }
         uv_poll_start(&l->poll, UV_READABLE, on_accept);
@@ -202,9 +204,11 @@ static void start_listening(pfrun *p)
 /* ---- sessions ---- */
 
 static void shutdown_all(pfrun *p, int rc);
-static int open_main(pfrun *p);
+static int open_main(pfrun *p, sl_error *e);
 
-static char *pf_url(pfrun *p, uint16_t port)
+/* The streaming URL of a PortForward call (port 0: none named, for a
+ * session carrying every port); NULL with e saying why. */
+static char *pf_url(pfrun *p, uint16_t port, sl_error *e)
 {
     Runtime__V1__PortForwardRequest q = RUNTIME__V1__PORT_FORWARD_REQUEST__INIT;
     int32_t ports[1] = {port};
@@ -214,10 +218,13 @@ static char *pf_url(pfrun *p, uint16_t port)
         q.n_port = 1;
     }
     Runtime__V1__PortForwardResponse *r = (void *)ctl_rt_call(
-        p->c, "PortForward", &q.base, &runtime__v1__port_forward_response__descriptor);
-    char *url = r && r->url && *r->url ? strdup(r->url) : NULL;
-    if (r && !url)
-        ctl_err(p->c, "the runtime returned an empty streaming URL");
+        p->c, "PortForward", &q.base, &runtime__v1__port_forward_response__descriptor, e);
+    if (!r)
+        return NULL;
+    char *url = r->url && *r->url ? strdup(r->url) : NULL;
+    if (!url)
+        sl_error_set(e, r->url && *r->url ? ENOMEM : 0,
+                     "the runtime returned an empty streaming URL");
     ctl_free_msg(r);
     return url;
 }
@@ -242,8 +249,8 @@ static void on_conn_end(void *arg, uint64_t id, const char *err)
     pfrun *p = arg;
     const conn_rec *r = find_conn(p, id);
     if (err && !p->closing)
-        ctl_err(p->c, "connection %llu (%u -> %u) failed: %s; other connections go on",
-                (unsigned long long)id, r ? r->local : 0, r ? r->remote : 0, err);
+        ctl_warn(p->c, "connection %llu (%u -> %u) failed: %s; other connections go on",
+                 (unsigned long long)id, r ? r->local : 0, r ? r->remote : 0, err);
     else
         ctl_debug(p->c, "connection %llu ended", (unsigned long long)id);
 }
@@ -258,7 +265,7 @@ static void on_main_end(void *arg, const sl_client_error *e)
         sl_client_pf_free(p->h);
         p->h = NULL;
         p->transport = SL_TRANSPORT_SPDY;
-        if (open_main(p) < 0)
+        if (open_main(p, &p->err) < 0)
             shutdown_all(p, CTL_EXIT_FAIL);
         return;
     }
@@ -273,13 +280,13 @@ static void on_main_end(void *arg, const sl_client_error *e)
         ctl_stream_explain(e, msg, sizeof msg);
     else
         snprintf(msg, sizeof msg, "the streaming server ended the port-forward session");
-    ctl_err(p->c, "%s", msg);
+    sl_error_set(&p->err, 0, "%s", msg);
     shutdown_all(p, CTL_EXIT_FAIL);
 }
 
-static int open_main(pfrun *p)
+static int open_main(pfrun *p, sl_error *e)
 {
-    char *url = pf_url(p, 0);
+    char *url = pf_url(p, 0, e);
     if (!url)
         return -1;
     ctl_debug(p->c, "streaming URL %s, transport %s", url,
@@ -294,8 +301,7 @@ static int open_main(pfrun *p)
     free(url);
     if (rc != SL_OK) {
         p->h = NULL;
-        ctl_err(p->c, "cannot start the port-forward session: %s", sl_strerror(rc));
-        return -1;
+        return sl_error_set(e, 0, "cannot start the port-forward session: %s", sl_strerror(rc));
     }
     return 0;
 }
@@ -328,8 +334,8 @@ static void l_conn_end(void *arg, uint64_t id, const char *err)
     lsess *s = arg;
     (void)id;
     if (err && !s->p->closing)
-        ctl_err(s->p->c, "connection (%u -> %u) failed: %s; other connections go on", s->local,
-                s->remote, err);
+        ctl_warn(s->p->c, "connection (%u -> %u) failed: %s; other connections go on", s->local,
+                 s->remote, err);
     sl_client_pf_close(s->h); /* the session served its one connection */
 }
 
@@ -340,7 +346,7 @@ static void l_end(void *arg, const sl_client_error *e)
     if (e) {
         char msg[1200];
         ctl_stream_explain(e, msg, sizeof msg);
-        ctl_err(p->c, "connection (%u -> %u) failed: %s", s->local, s->remote, msg);
+        ctl_warn(p->c, "connection (%u -> %u) failed: %s", s->local, s->remote, msg);
     }
     sl_client_pf_free(s->h);
     unlink_lsess(p, s);
@@ -351,15 +357,19 @@ static void l_end(void *arg, const sl_client_error *e)
 
 static void legacy_conn(pfrun *p, const listener *l, int fd)
 {
-    char *url = pf_url(p, l->remote);
+    sl_error e; /* set by pf_url when it fails, else below */
+    char *url = pf_url(p, l->remote, &e);
     lsess *s = url ? calloc(1, sizeof *s) : NULL;
     static const sl_client_pf_cb cb = {SL_STRUCT_SIZE(sl_client_pf_cb), NULL, l_conn_end, l_end};
     sl_client_pf_opts o;
     sl_client_pf_opts_init(&o);
     o.url = url;
     o.transport = SL_TRANSPORT_WEBSOCKET_LEGACY;
-    if (!s || sl_client_pf_new(&p->loop, &o, &cb, s, &s->h) != SL_OK) {
-        ctl_err(p->c, "connection (%u -> %u) dropped: no session", l->local, l->remote);
+    int rc = s ? sl_client_pf_new(&p->loop, &o, &cb, s, &s->h) : SL_ERR_NOMEM;
+    if (rc != SL_OK && url)
+        sl_error_set(&e, 0, "no session: %s", sl_strerror(rc));
+    if (rc != SL_OK) { /* this connection only: the listeners go on */
+        ctl_warn(p->c, "connection (%u -> %u) dropped: %s", l->local, l->remote, e.msg);
         close(fd);
         free(s);
         free(url);
@@ -392,7 +402,7 @@ static void on_accept(uv_poll_t *h, int status, int events)
     if (rc == SL_OK)
         remember(p, id, l);
     else
-        ctl_err(p->c, "connection (%u -> %u) dropped: %s", l->local, l->remote, sl_strerror(rc));
+        ctl_warn(p->c, "connection (%u -> %u) dropped: %s", l->local, l->remote, sl_strerror(rc));
 }
 
 /* ---- run ---- */
@@ -449,7 +459,8 @@ static void on_signal(uv_signal_t *s, int sig)
         shutdown_all(p, 0);
 }
 
-static int setup(pfrun *p, const pf_opts *o, char **specs, int nspecs)
+/* Binds every forward's listeners (specs were checked by the caller). */
+static int setup(pfrun *p, const pf_opts *o, char **specs, int nspecs, sl_error *e)
 {
     char buf[512], *addrs[PF_MAX_ADDRS];
     size_t naddrs = 0;
@@ -458,16 +469,10 @@ static int setup(pfrun *p, const pf_opts *o, char **specs, int nspecs)
     for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && naddrs < PF_MAX_ADDRS;
          t = strtok_r(NULL, ",", &save))
         addrs[naddrs++] = !strcmp(t, "localhost") ? (char *)"127.0.0.1" : t;
-    if (nspecs > PF_MAX_PORTS)
-        return ctl_usage(p->c, "at most %d ports", PF_MAX_PORTS), -1;
     for (int i = 0; i < nspecs; i++) {
         uint16_t local, remote;
-        if (parse_spec(specs[i], &local, &remote) < 0) {
-            ctl_usage(p->c, "\"%s\" is not [LOCAL:]REMOTE with ports from 1 to 65535", specs[i]);
-            return -1;
-        }
-        errno = 0;
-        if (bind_forward(p, addrs, naddrs, lh, local, remote) < 0)
+        parse_spec(specs[i], &local, &remote);
+        if (bind_forward(p, addrs, naddrs, lh, local, remote, e) < 0)
             return -1;
     }
     return 0;
@@ -475,18 +480,18 @@ static int setup(pfrun *p, const pf_opts *o, char **specs, int nspecs)
 
 static int run_pf(pfrun *p, const pf_opts *o, char **specs, int nspecs)
 {
-    int rc = setup(p, o, specs, nspecs);
+    int rc = setup(p, o, specs, nspecs, &p->err);
     static const int sigs[2] = {SIGINT, SIGTERM};
     for (int i = 0; i < 2; i++) {
         uv_signal_init(&p->loop, &p->sig[i]);
         p->sig[i].data = p;
         uv_signal_start(&p->sig[i], on_signal, sigs[i]);
     }
-    if (rc < 0)
+    if (rc < 0) /* a bad --address or a port in use: as a bad flag */
         shutdown_all(p, CTL_EXIT_USAGE);
     else if (p->transport == SL_TRANSPORT_WEBSOCKET_LEGACY)
         start_listening(p);
-    else if (open_main(p) < 0)
+    else if (open_main(p, &p->err) < 0)
         shutdown_all(p, CTL_EXIT_FAIL);
     uv_run(&p->loop, UV_RUN_DEFAULT);
     return p->rc;
@@ -505,6 +510,8 @@ int cmd_port_forward(ctl *c, int argc, char **argv)
     if (argc - first < 2)
         return ctl_usage(c, "needs POD and at least one [LOCAL:]REMOTE port (see sluicectl "
                             "port-forward --help)");
+    if (argc - first - 1 > PF_MAX_PORTS)
+        return ctl_usage(c, "at most %d ports", PF_MAX_PORTS);
     for (int i = first + 1; i < argc; i++) {
         uint16_t l, r;
         if (parse_spec(argv[i], &l, &r) < 0)
@@ -513,14 +520,19 @@ int cmd_port_forward(ctl *c, int argc, char **argv)
     pfrun *p = calloc(1, sizeof *p);
     if (!p || uv_loop_init(&p->loop) != 0) {
         free(p);
-        return CTL_EXIT_FAIL;
+        sl_error e;
+        sl_error_set(&e, ENOMEM, "cannot set up the event loop");
+        return ctl_fail(c, &e);
     }
     p->c = c;
     p->transport = o.transport;
-    p->pod = ctl_resolve_pod(c, argv[first]);
+    sl_error_set(&p->err, 0, "the port-forward session failed"); /* each failure says more */
+    p->pod = ctl_resolve_pod(c, argv[first], &p->err);
     rc = p->pod ? run_pf(p, &o, argv + first + 1, argc - first - 1) : CTL_EXIT_FAIL;
     if (!p->pod)
         uv_run(&p->loop, UV_RUN_DEFAULT);
+    if (rc != 0) /* the one report of why the command failed */
+        ctl_fail(c, &p->err);
     uv_loop_close(&p->loop);
     free(p->conns);
     free(p->pod);

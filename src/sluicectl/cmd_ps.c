@@ -88,9 +88,13 @@ static int parse_state(ctl *c, const char *s, int *out)
 /* Pod names and namespaces for the POD and NAMESPACE columns. */
 static Runtime__V1__ListPodSandboxResponse *list_pods(ctl *c)
 {
+    sl_error e;
     Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
-    return (void *)ctl_rt_call(c, "ListPodSandbox", &req.base,
-                               &runtime__v1__list_pod_sandbox_response__descriptor);
+    void *r = ctl_rt_call(c, "ListPodSandbox", &req.base,
+                          &runtime__v1__list_pod_sandbox_response__descriptor, &e);
+    if (!r) /* the containers are still listed */
+        ctl_warn(c, "%s (the POD and NAMESPACE columns stay empty)", e.msg);
+    return r;
 }
 
 static const Runtime__V1__PodSandboxMetadata *pod_md(Runtime__V1__ListPodSandboxResponse *pods,
@@ -111,10 +115,11 @@ static char *status_id(ctl *c, const char *ref)
     Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
     req.image = &spec;
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
+    sl_error e; /* not found here is not an error: prefix_id looks next */
     char *id = NULL;
     if (ctl_call_raw(c, true, "ImageStatus", &req.base,
-                     &runtime__v1__image_status_response__descriptor, &r, c->timeout_ms,
+                     &runtime__v1__image_status_response__descriptor, &r, c->timeout_ms, &ce,
                      &e) == SL_CRI_OK) {
         Runtime__V1__ImageStatusResponse *s = (void *)r;
         id = s->image ? strdup(s->image->id) : NULL;
@@ -127,9 +132,12 @@ static char *status_id(ctl *c, const char *ref)
  * "sha256:"), for runtimes whose ImageStatus takes whole IDs only. */
 static char *prefix_id(ctl *c, const char *prefix)
 {
+    sl_error e;
     Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
     Runtime__V1__ListImagesResponse *r = (void *)ctl_img_call(
-        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor);
+        c, "ListImages", &req.base, &runtime__v1__list_images_response__descriptor, &e);
+    if (!r) /* ps goes on: no container matches */
+        ctl_warn(c, "--image %s: %s", prefix, e.msg);
     const char *hit = NULL;
     size_t hits = 0, pl = strlen(prefix);
     for (size_t i = 0; r && pl && i < r->n_images; i++) {
@@ -197,12 +205,15 @@ static int cmp_ctr(const void *a, const void *b)
 /* -r: the image's first repo tag instead of an ID (crictl's getRepoImage). */
 static void repo_image(ctl *c, const char *image, char *out, size_t outlen)
 {
+    sl_error e;
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
     spec.image = (char *)image;
     Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
     req.image = &spec;
     Runtime__V1__ImageStatusResponse *r = (void *)ctl_img_call(
-        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor);
+        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor, &e);
+    if (!r) /* the row keeps the image as the container names it */
+        ctl_warn(c, "%s", e.msg);
     if (r && r->image && r->image->n_repo_tags)
         snprintf(out, outlen, "%s", r->image->repo_tags[0]);
     ctl_free_msg(r);
@@ -291,6 +302,7 @@ static void print_ctrs(ctl *c, ps_opts *o, Runtime__V1__ListContainersResponse *
 
 static int run_ps(ctl *c, ps_opts *o)
 {
+    sl_error e;
     Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
     Runtime__V1__ContainerFilter f = RUNTIME__V1__CONTAINER_FILTER__INIT;
     Runtime__V1__ContainerStateValue sv = RUNTIME__V1__CONTAINER_STATE_VALUE__INIT;
@@ -304,8 +316,8 @@ static int run_ps(ctl *c, ps_opts *o)
         sv.state = (Runtime__V1__ContainerState)st;
         f.state = &sv;
     }
-    if (o->pod && !(pod = ctl_resolve_pod(c, o->pod)))
-        return CTL_EXIT_FAIL;
+    if (o->pod && !(pod = ctl_resolve_pod(c, o->pod, &e)))
+        return ctl_fail(c, &e);
     if (o->image && !(o->image_id = resolve_image(c, o->image))) {
         free(pod);
         return CTL_EXIT_FAIL;
@@ -314,10 +326,10 @@ static int run_ps(ctl *c, ps_opts *o)
     f.n_label_selector = o->labels.n;
     f.label_selector = (void *)o->labels.ents;
     Runtime__V1__ListContainersResponse *r = (void *)ctl_rt_call(
-        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor, &e);
     free(pod);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     print_ctrs(c, o, r);
     ctl_free_msg(r);
     return 0;

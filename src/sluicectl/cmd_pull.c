@@ -2,6 +2,7 @@
  * and run (credentials, the pull's deadline, --with-pull/--no-pull).
  * sluiced reaches no registry: its PullImage imports from its import
  * directory (see `image import`); other runtimes pull for real. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +88,8 @@ static char *read_password(void)
 }
 
 /* The AuthConfig the flags give, as crictl builds it; NULL without any.
- * Returns -1 (printed) when they contradict each other. */
-static int auth_config(ctl *c, cu_pull *p, Runtime__V1__AuthConfig **out)
+ * Returns -1 with e set when they contradict each other. */
+static int auth_config(cu_pull *p, Runtime__V1__AuthConfig **out, sl_error *e)
 {
     *out = NULL;
     Runtime__V1__AuthConfig *a = &p->ac;
@@ -97,11 +98,11 @@ static int auth_config(ctl *c, cu_pull *p, Runtime__V1__AuthConfig **out)
         a->username = (char *)p->username;
         a->password = p->password = read_password();
     } else if (p->creds && p->auth) {
-        return ctl_usage(c, "give --creds or --auth, not both"), -1;
+        return sl_error_set(e, 0, "give --creds or --auth, not both");
     } else if (p->creds) {
         char *colon = strchr(p->creds, ':');
         if (!*p->creds || colon == p->creds)
-            return ctl_usage(c, "--creds needs USER[:PASSWORD] with a user"), -1;
+            return sl_error_set(e, 0, "--creds needs USER[:PASSWORD] with a user");
         a->username = p->user =
             colon ? strndup(p->creds, (size_t)(colon - p->creds)) : strdup(p->creds);
         a->password = colon ? colon + 1 : (char *)"";
@@ -121,12 +122,13 @@ void cu_pull_fini(cu_pull *p)
     p->password = p->user = NULL;
 }
 
-static bool have_image(ctl *c, Runtime__V1__ImageSpec *img, int *err)
+/* Whether the runtime has img; *err (with e set) when it could not say. */
+static bool have_image(ctl *c, Runtime__V1__ImageSpec *img, int *err, sl_error *e)
 {
     Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
     req.image = img;
     Runtime__V1__ImageStatusResponse *s = (void *)ctl_img_call(
-        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor);
+        c, "ImageStatus", &req.base, &runtime__v1__image_status_response__descriptor, e);
     *err = !s;
     bool have = s && s->image;
     ctl_free_msg(s);
@@ -134,26 +136,30 @@ static bool have_image(ctl *c, Runtime__V1__ImageSpec *img, int *err)
 }
 
 char *cu_pull_image(ctl *c, cu_pull *p, Runtime__V1__ImageSpec *img,
-                    Runtime__V1__PodSandboxConfig *sandbox, bool only_missing)
+                    Runtime__V1__PodSandboxConfig *sandbox, bool only_missing, sl_error *e)
 {
     int err = 0;
-    if (only_missing && have_image(c, img, &err))
-        return strdup(img->image);
+    if (only_missing && have_image(c, img, &err, e)) {
+        char *ref = strdup(img->image);
+        if (!ref)
+            sl_error_set(e, ENOMEM, "%s", img->image);
+        return ref;
+    }
     Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-    if (err || auth_config(c, p, &req.auth) < 0)
+    if (err || auth_config(p, &req.auth, e) < 0)
         return NULL;
     req.image = img;
     req.sandbox_config = sandbox;
     ctl_debug(c, "pulling %s", img->image);
     ProtobufCMessage *r;
-    sl_cri_err e;
+    sl_cri_err ce;
     uint32_t tmo = p->timeout_ms && p->timeout_ms < CTL_NO_DEADLINE_MS ? (uint32_t)p->timeout_ms
                                                                        : CTL_NO_DEADLINE_MS;
     int st = ctl_call_raw(c, true, "PullImage", &req.base,
-                          &runtime__v1__pull_image_response__descriptor, &r, tmo, &e);
-    if (st != SL_CRI_OK && st != -2)
-        ctl_print_call_err(c, "PullImage", &e);
+                          &runtime__v1__pull_image_response__descriptor, &r, tmo, &ce, e);
     char *ref = st == SL_CRI_OK ? strdup(((Runtime__V1__PullImageResponse *)r)->image_ref) : NULL;
+    if (st == SL_CRI_OK && !ref)
+        sl_error_set(e, ENOMEM, "PullImage");
     ctl_free_msg(r);
     return ref;
 }
@@ -185,22 +191,23 @@ static int pull(ctl *c, pull_opts *o, const char *name)
 {
     ctl_arena *a = ctl_arena_new();
     Runtime__V1__PodSandboxConfig *sb = NULL;
+    sl_error e;
     if (o->pod_config &&
-        !(sb = (void *)ctl_load_config_msg(c, o->pod_config,
-                                           &runtime__v1__pod_sandbox_config__descriptor, a))) {
+        !(sb = (void *)ctl_doc_load(o->pod_config, &runtime__v1__pod_sandbox_config__descriptor, a,
+                                    &e))) {
         ctl_arena_free(a);
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     }
     Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
     spec.image = (char *)name;
     spec.n_annotations = o->ann.n;
     spec.annotations = (void *)o->ann.ents;
-    char *ref = cu_pull_image(c, &o->p, &spec, sb, false);
+    char *ref = cu_pull_image(c, &o->p, &spec, sb, false, &e);
     if (ref)
         printf("Image is up to date for %s\n", ref);
     free(ref);
     ctl_arena_free(a);
-    return ref ? 0 : CTL_EXIT_FAIL;
+    return ref ? 0 : ctl_fail(c, &e);
 }
 
 int cmd_pull(ctl *c, int argc, char **argv)

@@ -25,6 +25,7 @@ static const char *cgroup_driver_name(int d)
 
 int cmd_runtime_config(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_TABLE;
@@ -36,9 +37,9 @@ int cmd_runtime_config(ctl *c, int argc, char **argv)
         return ctl_usage(c, "takes no arguments (see sluicectl runtime-config --help)");
     Runtime__V1__RuntimeConfigRequest req = RUNTIME__V1__RUNTIME_CONFIG_REQUEST__INIT;
     Runtime__V1__RuntimeConfigResponse *r = (void *)ctl_rt_call(
-        c, "RuntimeConfig", &req.base, &runtime__v1__runtime_config_response__descriptor);
+        c, "RuntimeConfig", &req.base, &runtime__v1__runtime_config_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     if (out != CTL_OUT_TABLE)
         cu_print_msg(&r->base, out);
     else if (r->linux)
@@ -66,6 +67,7 @@ static int pod_cidr_opt(void *arg, int id, const char *val)
 
 int cmd_update_runtime_config(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {
         {"pod-cidr", required_argument, NULL, 'p'}, CTL_OPT_HELP, CTL_OPT_END};
     const char *cidr = NULL;
@@ -83,9 +85,9 @@ int cmd_update_runtime_config(ctl *c, int argc, char **argv)
     Runtime__V1__UpdateRuntimeConfigRequest req = RUNTIME__V1__UPDATE_RUNTIME_CONFIG_REQUEST__INIT;
     req.runtime_config = &cfg;
     void *r = ctl_rt_call(c, "UpdateRuntimeConfig", &req.base,
-                          &runtime__v1__update_runtime_config_response__descriptor);
+                          &runtime__v1__update_runtime_config_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     ctl_free_msg(r);
     fputs("Runtime config successfully updated\n", stderr); /* crictl's log line */
     return 0;

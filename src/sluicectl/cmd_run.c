@@ -3,6 +3,7 @@
  * StartContainer), printing the container's ID. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd_util.h"
 
@@ -45,15 +46,22 @@ static int run_opt(void *arg, int id, const char *val)
 static int run(ctl *c, run_opts *o, bool pull, const char *ctr_file, const char *pod_file)
 {
     ctl_arena *a = ctl_arena_new();
+    sl_error e;
     Runtime__V1__ContainerConfig *cfg =
-        (void *)ctl_load_config_msg(c, ctr_file, &runtime__v1__container_config__descriptor, a);
+        (void *)ctl_doc_load(ctr_file, &runtime__v1__container_config__descriptor, a, &e);
     Runtime__V1__PodSandboxConfig *pcfg =
-        (void *)ctl_load_config_msg(c, pod_file, &runtime__v1__pod_sandbox_config__descriptor, a);
-    char *pod = cfg && pcfg ? cu_run_pod(c, pcfg, o->handler, o->p.cancel_ms) : NULL;
-    char *id = pod ? cu_create_ctr(c, &o->p, pull, pod, cfg, pcfg) : NULL;
-    int rc = id && cu_start_ctr(c, id) == 0 ? 0 : CTL_EXIT_FAIL;
-    if (rc && pod)
-        ctl_err(c, "pod sandbox %s was left behind (sluicectl rmp -f %s removes it)", pod, pod);
+        cfg ? (void *)ctl_doc_load(pod_file, &runtime__v1__pod_sandbox_config__descriptor, a, &e)
+            : NULL;
+    char *pod = cfg && pcfg ? cu_run_pod(c, pcfg, o->handler, o->p.cancel_ms, &e) : NULL;
+    char *id = pod ? cu_create_ctr(c, &o->p, pull, pod, cfg, pcfg, &e) : NULL;
+    int rc = id && cu_start_ctr(c, id, &e) == 0 ? 0 : CTL_EXIT_FAIL;
+    if (rc && pod) { /* one report: what failed, then what it left */
+        size_t n = strlen(e.msg);
+        snprintf(e.msg + n, sizeof e.msg - n,
+                 "\n  pod sandbox %s was left behind (sluicectl rmp -f %s removes it)", pod, pod);
+    }
+    if (rc)
+        ctl_fail(c, &e);
     free(id);
     free(pod);
     ctl_arena_free(a);

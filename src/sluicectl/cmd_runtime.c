@@ -15,6 +15,7 @@ static const char version_help[] =
 
 int cmd_version(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {
         {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_TABLE;
@@ -26,10 +27,10 @@ int cmd_version(ctl *c, int argc, char **argv)
         return ctl_usage(c, "takes no arguments");
     Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
     req.version = (char *)"v1";
-    Runtime__V1__VersionResponse *r =
-        (void *)ctl_rt_call(c, "Version", &req.base, &runtime__v1__version_response__descriptor);
+    Runtime__V1__VersionResponse *r = (void *)ctl_rt_call(
+        c, "Version", &req.base, &runtime__v1__version_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     if (out == CTL_OUT_TABLE)
         printf("Version:  %s\nRuntimeName:  %s\nRuntimeVersion:  %s\nRuntimeApiVersion:  %s\n",
                r->version, r->runtime_name, r->runtime_version, r->runtime_api_version);
@@ -51,6 +52,7 @@ static const char info_help[] =
 
 int cmd_info(ctl *c, int argc, char **argv)
 {
+    sl_error e;
     static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
                                        {"quiet", no_argument, NULL, 'q'},
                                        CTL_OPT_HELP,
@@ -67,9 +69,9 @@ int cmd_info(ctl *c, int argc, char **argv)
     Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
     req.verbose = !o.quiet;
     Runtime__V1__StatusResponse *r =
-        (void *)ctl_rt_call(c, "Status", &req.base, &runtime__v1__status_response__descriptor);
+        (void *)ctl_rt_call(c, "Status", &req.base, &runtime__v1__status_response__descriptor, &e);
     if (!r)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(c, &e);
     /* As crictl: {"status": ..., <info keys>...}. */
     json_t *j = ctl_msg_to_json(&r->base);
     json_t *doc = json_object();

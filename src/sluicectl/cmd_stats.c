@@ -70,12 +70,12 @@ static int cmp_stats(const void *a, const void *b)
     return strcmp(x->attributes ? x->attributes->id : "", y->attributes ? y->attributes->id : "");
 }
 
-static Runtime__V1__ListContainerStatsResponse *list(ctl *c,
-                                                     Runtime__V1__ListContainerStatsRequest *req)
+static Runtime__V1__ListContainerStatsResponse *
+list(ctl *c, Runtime__V1__ListContainerStatsRequest *req, sl_error *e)
 {
     Runtime__V1__ListContainerStatsResponse *r =
         (void *)ctl_rt_call(c, "ListContainerStats", &req->base,
-                            &runtime__v1__list_container_stats_response__descriptor);
+                            &runtime__v1__list_container_stats_response__descriptor, e);
     if (r)
         qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_stats);
     return r;
@@ -131,7 +131,7 @@ static int stats_row(ctl_table *t, const Runtime__V1__ContainerStats *s,
 }
 
 static int stats_table(stats_opts *o, const Runtime__V1__ListContainerStatsResponse *old,
-                       const Runtime__V1__ListContainerStatsResponse *now)
+                       const Runtime__V1__ListContainerStatsResponse *now, sl_error *e)
 {
     static const char *const hdr[] = {"CONTAINER", "NAME",   "CPU %", "MEM",
                                       "DISK",      "INODES", "SWAP"};
@@ -143,11 +143,10 @@ static int stats_table(stats_opts *o, const Runtime__V1__ListContainerStatsRespo
                     !(s->memory && u64(s->memory->working_set_bytes));
         if (!s->attributes || (idle && !o->all) || !(was = find_old(old, s->attributes->id)))
             continue;
-        if (stats_row(t, s, was) < 0) {
-            ctl_err(o->c, "the runtime took no new CPU sample of %s in %llu s (raise --seconds)",
-                    s->attributes->id, (unsigned long long)o->seconds);
-            rc = CTL_EXIT_FAIL;
-        }
+        if (stats_row(t, s, was) < 0)
+            rc = sl_error_set(
+                e, 0, "the runtime took no new CPU sample of %s in %llu s (raise --seconds)",
+                s->attributes->id, (unsigned long long)o->seconds);
     }
     if (rc == 0 && o->watch)
         cu_clear_screen();
@@ -158,18 +157,20 @@ static int stats_table(stats_opts *o, const Runtime__V1__ListContainerStatsRespo
     return rc;
 }
 
-static int show(stats_opts *o, Runtime__V1__ListContainerStatsRequest *req)
+/* One sample (JSON/YAML) or two and the table; 0 (an interrupt too) or -1
+ * with e set. */
+static int show(stats_opts *o, Runtime__V1__ListContainerStatsRequest *req, sl_error *e)
 {
-    Runtime__V1__ListContainerStatsResponse *old = list(o->c, req), *now = NULL;
+    Runtime__V1__ListContainerStatsResponse *old = list(o->c, req, e), *now = NULL;
     if (!old)
-        return CTL_EXIT_FAIL;
+        return -1;
     int rc = 0;
     if (o->out != CTL_OUT_TABLE)
         cu_print_msg(&old->base, o->out);
-    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req)))
-        rc = stats_table(o, old, now);
+    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req, e)))
+        rc = stats_table(o, old, now, e);
     else if (!cu_interrupted())
-        rc = CTL_EXIT_FAIL;
+        rc = -1;
     fflush(stdout);
     ctl_free_msg(old);
     ctl_free_msg(now);
@@ -178,13 +179,14 @@ static int show(stats_opts *o, Runtime__V1__ListContainerStatsRequest *req)
 
 static int run_stats(stats_opts *o, const char *arg)
 {
+    sl_error e;
     ctl *c = o->c;
     Runtime__V1__ListContainerStatsRequest req = RUNTIME__V1__LIST_CONTAINER_STATS_REQUEST__INIT;
     Runtime__V1__ContainerStatsFilter f = RUNTIME__V1__CONTAINER_STATS_FILTER__INIT;
     const char *ref = o->id ? o->id : arg;
-    char *id = ref ? ctl_resolve_ctr(c, ref) : NULL,
-         *pod = o->pod ? ctl_resolve_pod(c, o->pod) : NULL;
-    int rc = CTL_EXIT_FAIL;
+    char *id = ref ? ctl_resolve_ctr(c, ref, &e) : NULL,
+         *pod = o->pod ? ctl_resolve_pod(c, o->pod, &e) : NULL;
+    int rc = -1;
     if ((!ref || id) && (!o->pod || pod)) {
         f.id = id ? id : (char *)"";
         f.pod_sandbox_id = pod ? pod : (char *)"";
@@ -194,12 +196,12 @@ static int run_stats(stats_opts *o, const char *arg)
         if (o->watch)
             cu_catch_interrupts();
         do
-            rc = show(o, &req);
+            rc = show(o, &req, &e);
         while (rc == 0 && o->watch && cu_sleep_ms(CU_WATCH_PERIOD_MS));
     }
     free(id);
     free(pod);
-    return rc;
+    return rc < 0 ? ctl_fail(c, &e) : 0;
 }
 
 int cmd_stats(ctl *c, int argc, char **argv)

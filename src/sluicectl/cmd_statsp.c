@@ -60,12 +60,12 @@ static int cmp_pod_stats(const void *a, const void *b)
     return strcmp(x->attributes ? x->attributes->id : "", y->attributes ? y->attributes->id : "");
 }
 
-static Runtime__V1__ListPodSandboxStatsResponse *list(ctl *c,
-                                                      Runtime__V1__ListPodSandboxStatsRequest *req)
+static Runtime__V1__ListPodSandboxStatsResponse *
+list(ctl *c, Runtime__V1__ListPodSandboxStatsRequest *req, sl_error *e)
 {
     Runtime__V1__ListPodSandboxStatsResponse *r =
         (void *)ctl_rt_call(c, "ListPodSandboxStats", &req->base,
-                            &runtime__v1__list_pod_sandbox_stats_response__descriptor);
+                            &runtime__v1__list_pod_sandbox_stats_response__descriptor, e);
     if (r)
         qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_pod_stats);
     return r;
@@ -107,7 +107,7 @@ static int pod_row(ctl_table *t, const Runtime__V1__PodSandboxStats *s,
 }
 
 static int pods_table(statsp_opts *o, const Runtime__V1__ListPodSandboxStatsResponse *old,
-                      const Runtime__V1__ListPodSandboxStatsResponse *now)
+                      const Runtime__V1__ListPodSandboxStatsResponse *now, sl_error *e)
 {
     static const char *const hdr[] = {"POD", "POD ID", "CPU %", "MEM"};
     ctl_table *t = ctl_table_new(4, hdr);
@@ -116,11 +116,10 @@ static int pods_table(statsp_opts *o, const Runtime__V1__ListPodSandboxStatsResp
         if (!has_data(s) || !(was = find_old(old, s->attributes->id)))
             continue;
         if (pod_row(t, s, was) < 0) {
-            ctl_err(o->c,
-                    "the runtime took no new CPU sample of pod %s in %llu s (raise --seconds)",
-                    s->attributes->id, (unsigned long long)o->seconds);
             ctl_table_free(t);
-            return CTL_EXIT_FAIL;
+            return sl_error_set(
+                e, 0, "the runtime took no new CPU sample of pod %s in %llu s (raise --seconds)",
+                s->attributes->id, (unsigned long long)o->seconds);
         }
     }
     if (o->watch)
@@ -129,18 +128,20 @@ static int pods_table(statsp_opts *o, const Runtime__V1__ListPodSandboxStatsResp
     return 0;
 }
 
-static int show(statsp_opts *o, Runtime__V1__ListPodSandboxStatsRequest *req)
+/* One sample (JSON/YAML) or two and the table; 0 (an interrupt too) or -1
+ * with e set. */
+static int show(statsp_opts *o, Runtime__V1__ListPodSandboxStatsRequest *req, sl_error *e)
 {
-    Runtime__V1__ListPodSandboxStatsResponse *old = list(o->c, req), *now = NULL;
+    Runtime__V1__ListPodSandboxStatsResponse *old = list(o->c, req, e), *now = NULL;
     if (!old)
-        return CTL_EXIT_FAIL;
+        return -1;
     int rc = 0;
     if (o->out != CTL_OUT_TABLE)
         cu_print_msg(&old->base, o->out);
-    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req)))
-        rc = pods_table(o, old, now);
+    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req, e)))
+        rc = pods_table(o, old, now, e);
     else if (!cu_interrupted())
-        rc = CTL_EXIT_FAIL;
+        rc = -1;
     fflush(stdout);
     ctl_free_msg(old);
     ctl_free_msg(now);
@@ -149,12 +150,13 @@ static int show(statsp_opts *o, Runtime__V1__ListPodSandboxStatsRequest *req)
 
 static int run_statsp(statsp_opts *o, const char *arg)
 {
+    sl_error e;
     Runtime__V1__ListPodSandboxStatsRequest req = RUNTIME__V1__LIST_POD_SANDBOX_STATS_REQUEST__INIT;
     Runtime__V1__PodSandboxStatsFilter f = RUNTIME__V1__POD_SANDBOX_STATS_FILTER__INIT;
     const char *ref = o->id ? o->id : arg;
-    char *id = ref ? ctl_resolve_pod(o->c, ref) : NULL;
+    char *id = ref ? ctl_resolve_pod(o->c, ref, &e) : NULL;
     if (ref && !id)
-        return CTL_EXIT_FAIL;
+        return ctl_fail(o->c, &e);
     f.id = id ? id : (char *)"";
     f.n_label_selector = o->labels.n;
     f.label_selector = (void *)o->labels.ents;
@@ -163,10 +165,10 @@ static int run_statsp(statsp_opts *o, const char *arg)
         cu_catch_interrupts();
     int rc;
     do
-        rc = show(o, &req);
+        rc = show(o, &req, &e);
     while (rc == 0 && o->watch && cu_sleep_ms(CU_WATCH_PERIOD_MS));
     free(id);
-    return rc;
+    return rc < 0 ? ctl_fail(o->c, &e) : 0;
 }
 
 int cmd_statsp(ctl *c, int argc, char **argv)

@@ -67,7 +67,7 @@ static int update_opt(void *arg, int id, const char *val)
     }
 }
 
-static int update_one(ctl *c, const char *id, void *arg)
+static int update_one(ctl *c, const char *id, void *arg, sl_error *e)
 {
     update_opts *o = arg;
     Runtime__V1__UpdateContainerResourcesRequest req =
@@ -75,7 +75,7 @@ static int update_one(ctl *c, const char *id, void *arg)
     req.container_id = (char *)id;
     req.linux = &o->res;
     void *r = ctl_rt_call_slow(c, "UpdateContainerResources", &req.base,
-                               &runtime__v1__update_container_resources_response__descriptor);
+                               &runtime__v1__update_container_resources_response__descriptor, e);
     if (!r)
         return -1;
     ctl_free_msg(r);

@@ -108,16 +108,17 @@ int cu_no_opt(void *arg, int id, const char *val)
     return -1;
 }
 
-int cu_each(ctl *c, int n, char **refs, cu_kind kind, int (*fn)(ctl *c, const char *id, void *arg),
-            void *arg)
+int cu_each(ctl *c, int n, char **refs, cu_kind kind, cu_each_fn fn, void *arg)
 {
     int rc = 0;
     for (int i = 0; i < n; i++) {
-        char *id = kind == CU_POD   ? ctl_resolve_pod(c, refs[i])
-                   : kind == CU_CTR ? ctl_resolve_ctr(c, refs[i])
+        sl_error e;
+        sl_error_set(&e, ENOMEM, "%s", refs[i]); /* strdup's only failure */
+        char *id = kind == CU_POD   ? ctl_resolve_pod(c, refs[i], &e)
+                   : kind == CU_CTR ? ctl_resolve_ctr(c, refs[i], &e)
                                     : strdup(refs[i]);
-        if (!id || fn(c, id, arg) < 0)
-            rc = CTL_EXIT_FAIL;
+        if (!id || fn(c, id, arg, &e) < 0)
+            rc = ctl_fail(c, &e); /* each ref's failure once; the others go on */
         free(id);
     }
     return rc;
@@ -161,16 +162,6 @@ void cu_print_list(const char *key, ProtobufCMessage **items, size_t n, ctl_out 
     json_object_set_new(doc, key, arr);
     ctl_print_doc(doc, out);
     json_decref(doc);
-}
-
-ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
-                                      ctl_arena *a)
-{
-    sl_error e;
-    ProtobufCMessage *m = ctl_doc_load(path, d, a, &e);
-    if (!m)
-        ctl_err(c, "%s", e.msg);
-    return m;
 }
 
 static volatile sig_atomic_t interrupted;

@@ -47,10 +47,11 @@ int cu_inspect_opt(void *arg, int id, const char *val);
 void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o);
 int cu_no_opt(void *arg, int id, const char *val);
 
-/* Resolves each ref (by kind) and calls fn; returns 0 or CTL_EXIT_FAIL if
- * any failed (the others still run). */
-int cu_each(ctl *c, int n, char **refs, cu_kind kind, int (*fn)(ctl *c, const char *id, void *arg),
-            void *arg);
+/* Resolves each ref (by kind) and calls fn, which returns 0 or -1 with e
+ * set; prints each failure once (ctl_fail) and goes on with the others.
+ * Returns 0 or CTL_EXIT_FAIL if any failed. */
+typedef int (*cu_each_fn)(ctl *c, const char *id, void *arg, sl_error *e);
+int cu_each(ctl *c, int n, char **refs, cu_kind kind, cu_each_fn fn, void *arg);
 
 bool cu_regex_match(const char *pattern, const char *s);
 /* "Title:\n    k -> v" for a string map (entries of any *Entry type). */
@@ -108,13 +109,14 @@ typedef struct cu_pull {
     Runtime__V1__AuthConfig ac;
     char *password, *user; /* owned */
 } cu_pull;
-/* One of the flags above: 0, -1 (printed) or 1 when id is not one. */
+/* One of the flags above: 0, -1 (a usage error, printed) or 1 when id is
+ * not one. */
 int cu_pull_opt(ctl *c, cu_pull *p, int id, const char *val);
 /* PullImage of img (for sandbox, may be NULL) with the credentials of p;
  * with only_missing, nothing is pulled when ImageStatus has the image.
- * Returns the image reference (malloc'd) or NULL after printing why. */
+ * Returns the image reference (malloc'd) or NULL with e set. */
 char *cu_pull_image(ctl *c, cu_pull *p, Runtime__V1__ImageSpec *img,
-                    Runtime__V1__PodSandboxConfig *sandbox, bool only_missing);
+                    Runtime__V1__PodSandboxConfig *sandbox, bool only_missing, sl_error *e);
 void cu_pull_fini(cu_pull *p);
 
 /* ---- create, start, runp pieces shared with run ---- */
@@ -123,13 +125,14 @@ uint32_t cu_slow_deadline(ctl *c, uint64_t cancel_ms);
 /* Whether to pull: --with-pull/--no-pull, else dflt (the config file). */
 int cu_want_pull(ctl *c, const cu_pull *p, bool dflt, bool *pull);
 /* CreateContainer (after pulling a missing image when pull); the new ID
- * (malloc'd) or NULL after printing why. */
+ * (malloc'd) or NULL with e set. */
 char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
-                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg);
-/* StartContainer; prints the ID as crictl does. 0 or -1 (printed). */
-int cu_start_ctr(ctl *c, const char *id);
-/* RunPodSandbox; the pod ID (malloc'd) or NULL after printing why. */
+                    Runtime__V1__ContainerConfig *cfg, Runtime__V1__PodSandboxConfig *pcfg,
+                    sl_error *e);
+/* StartContainer; prints the ID as crictl does. 0 or -1 with e set. */
+int cu_start_ctr(ctl *c, const char *id, sl_error *e);
+/* RunPodSandbox; the pod ID (malloc'd) or NULL with e set. */
 char *cu_run_pod(ctl *c, Runtime__V1__PodSandboxConfig *cfg, const char *handler,
-                 uint64_t cancel_ms);
+                 uint64_t cancel_ms, sl_error *e);
 
 #endif

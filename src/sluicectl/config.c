@@ -65,33 +65,28 @@ int ctl_parse_bool(const char *v, bool *out)
     return 0;
 }
 
-/* Checks val for key; prints why it is wrong (origin: where it came from). */
-static int check(ctl *c, int key, const char *val, const char *origin)
+int ctl_config_check(int key, const char *val, const char *origin, sl_error *e)
 {
     uint64_t ms;
     bool b;
-    if (strlen(val) >= CTL_CONFIG_MAX_VALUE) {
-        ctl_err(c, "%s: %s value longer than %d bytes", origin, key_names[key],
-                CTL_CONFIG_MAX_VALUE - 1);
-        return -1;
-    }
+    if (strlen(val) >= CTL_CONFIG_MAX_VALUE)
+        return sl_error_set(e, 0, "%s: %s value longer than %d bytes", origin, key_names[key],
+                            CTL_CONFIG_MAX_VALUE - 1);
     if ((key == CTL_KEY_DEBUG || key == CTL_KEY_PULL_CREATE || key == CTL_KEY_NOPULL_RUN) &&
-        ctl_parse_bool(val, &b) < 0) {
-        ctl_err(c, "%s: %s must be true or false, not \"%s\"", origin, key_names[key], val);
-        return -1;
-    }
+        ctl_parse_bool(val, &b) < 0)
+        return sl_error_set(e, 0, "%s: %s must be true or false, not \"%s\"", origin,
+                            key_names[key], val);
     if (key == CTL_KEY_TIMEOUT &&
-        (ctl_parse_duration_ms(val, &ms) < 0 || ms == 0 || ms > UINT32_MAX)) {
-        ctl_err(c, "%s: timeout \"%s\" is not a duration such as 2s, 500ms or 1m", origin, val);
-        return -1;
-    }
+        (ctl_parse_duration_ms(val, &ms) < 0 || ms == 0 || ms > UINT32_MAX))
+        return sl_error_set(e, 0, "%s: timeout \"%s\" is not a duration such as 2s, 500ms or 1m",
+                            origin, val);
     return 0;
 }
 
-int ctl_config_set(ctl *c, int key, const char *val, const char *origin)
+int ctl_config_set(ctl *c, int key, const char *val, const char *origin, sl_error *e)
 {
     uint64_t ms = 0;
-    if (check(c, key, val, origin) < 0)
+    if (ctl_config_check(key, val, origin, e) < 0)
         return -1;
     snprintf(values[key], CTL_CONFIG_MAX_VALUE, "%s", val);
     switch (key) {
@@ -148,65 +143,64 @@ static char *unquote(char *v)
 }
 
 /* One line: CTL_NKEYS for nothing (blank, comment, "---"), the key with
- * *val set, or -1 after printing why (origin is "FILE:LINE"). */
-static int parse_line(ctl *c, char *line, const char *origin, char **val)
+ * *val set, or -1 with e saying why (origin is "FILE:LINE"). */
+static int parse_line(char *line, const char *origin, char **val, sl_error *e)
 {
     char *s = trim(line);
     if (!*s || *s == '#' || !strcmp(s, "---"))
         return CTL_NKEYS;
     char *colon = strchr(s, ':');
-    if (!colon || colon == s || (colon[1] != ' ' && colon[1] != '\t' && colon[1] != '\0')) {
-        ctl_err(c, "%s: expected \"key: value\", got \"%s\" (only that YAML subset is read)",
-                origin, s);
-        return -1;
-    }
+    if (!colon || colon == s || (colon[1] != ' ' && colon[1] != '\t' && colon[1] != '\0'))
+        return sl_error_set(
+            e, 0, "%s: expected \"key: value\", got \"%s\" (only that YAML subset is read)", origin,
+            s);
     *colon = '\0';
     char *k = trim(s);
     int key = ctl_config_key(k);
-    if (key < 0) {
-        ctl_err(c,
-                "%s: unknown key \"%s\" (known: runtime-endpoint, image-endpoint, timeout, "
-                "debug, import-dir, pull-image-on-create, disable-pull-on-run)",
-                origin, k);
-        return -1;
-    }
-    if (!(*val = unquote(trim(colon + 1)))) {
-        ctl_err(c, "%s: unterminated quote (or text after it) in the value of %s", origin, k);
-        return -1;
-    }
+    if (key < 0)
+        return sl_error_set(
+            e, 0,
+            "%s: unknown key \"%s\" (known: runtime-endpoint, image-endpoint, "
+            "timeout, debug, import-dir, pull-image-on-create, disable-pull-on-run)",
+            origin, k);
+    if (!(*val = unquote(trim(colon + 1))))
+        return sl_error_set(e, 0, "%s: unterminated quote (or text after it) in the value of %s",
+                            origin, k);
     return key;
 }
 
-/* Calls fn(arg, key, value, origin) for every key line of path. A missing
- * file is 1 (nothing read); -1 after printing an error; 0 when read. */
-static int each_line(ctl *c, const char *path,
-                     int (*fn)(void *arg, int key, const char *val, const char *origin), void *arg)
+typedef int (*line_fn)(void *arg, int key, const char *val, const char *origin, sl_error *e);
+
+/* Calls fn(arg, key, value, origin, e) for every key line of path. A
+ * missing file is 1 (nothing read); -1 with e set; 0 when read. */
+static int each_line(const char *path, line_fn fn, void *arg, sl_error *e)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         if (errno == ENOENT)
             return 1;
-        ctl_err(c, "config file %s: %s", path, strerror(errno));
-        return -1;
+        return sl_error_set(e, errno, "config file %s", path);
     }
     char line[CTL_CONFIG_MAX_VALUE + 256], origin[PATH_MAX + 32];
     int lineno = 0, rc = 0;
     size_t total = 0;
+    errno = 0;
     while (rc == 0 && fgets(line, sizeof line, f)) {
         snprintf(origin, sizeof origin, "%s:%d", path, ++lineno);
         total += strlen(line);
         if (total > CTL_MAX_CONFIG_FILE || (!strchr(line, '\n') && !feof(f))) {
-            ctl_err(c, "config file %s: line or file too long", origin);
-            rc = -1;
+            rc = sl_error_set(e, 0, "config file %s: line or file too long", origin);
             break;
         }
         char *val;
-        int key = parse_line(c, line, origin, &val);
+        int key = parse_line(line, origin, &val, e);
         if (key < 0)
             rc = -1;
         else if (key < CTL_NKEYS)
-            rc = fn(arg, key, val, origin);
+            rc = fn(arg, key, val, origin, e);
     }
+    if (rc == 0 && ferror(f)) /* a directory reads as EISDIR here, not as empty */
+        rc = sl_error_set(e, errno ? errno : EIO, "config file %s", path);
     fclose(f);
     return rc;
 }
@@ -216,50 +210,35 @@ typedef struct load_arg {
     const bool *set;
 } load_arg;
 
-static int apply_cb(void *arg, int key, const char *val, const char *origin)
+static int apply_cb(void *arg, int key, const char *val, const char *origin, sl_error *e)
 {
     load_arg *l = arg;
-    return l->set[key] ? 0 : ctl_config_set(l->c, key, val, origin);
+    return l->set[key] ? 0 : ctl_config_set(l->c, key, val, origin, e);
 }
 
-int ctl_config_load(ctl *c, const char *path, bool required, const bool *set)
+int ctl_config_load(ctl *c, const char *path, bool required, const bool *set, sl_error *e)
 {
     load_arg l = {c, set};
-    int rc = each_line(c, path, apply_cb, &l);
-    if (rc == 1 && required) {
-        ctl_err(c, "config file %s: %s", path, strerror(ENOENT));
-        return -1;
-    }
-    if (rc == 0)
-        ctl_debug(c, "config file %s read", path);
-    return rc < 0 ? -1 : 0;
+    int rc = each_line(path, apply_cb, &l, e);
+    if (rc == 1 && required)
+        return sl_error_set(e, ENOENT, "config file %s", path);
+    return rc;
 }
 
-typedef struct read_arg {
-    ctl *c;
-    char (*out)[CTL_CONFIG_MAX_VALUE];
-} read_arg;
-
-static int read_cb(void *arg, int key, const char *val, const char *origin)
+static int read_cb(void *arg, int key, const char *val, const char *origin, sl_error *e)
 {
-    read_arg *r = arg;
-    if (check(r->c, key, val, origin) < 0)
+    char(*out)[CTL_CONFIG_MAX_VALUE] = arg;
+    if (ctl_config_check(key, val, origin, e) < 0)
         return -1;
-    snprintf(r->out[key], CTL_CONFIG_MAX_VALUE, "%s", val);
+    snprintf(out[key], CTL_CONFIG_MAX_VALUE, "%s", val);
     return 0;
 }
 
-int ctl_config_read(ctl *c, const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE])
+int ctl_config_read(const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE], sl_error *e)
 {
-    read_arg r = {c, out};
     for (int i = 0; i < CTL_NKEYS; i++)
         snprintf(out[i], CTL_CONFIG_MAX_VALUE, "%s", key_defaults[i]);
-    return each_line(c, path, read_cb, &r) < 0 ? -1 : 0;
-}
-
-int ctl_config_check(ctl *c, int key, const char *val, const char *origin)
-{
-    return check(c, key, val, origin);
+    return each_line(path, read_cb, out, e) < 0 ? -1 : 0;
 }
 
 /* ---- writing ---- */
@@ -335,13 +314,16 @@ static char *rewrite(FILE *in, const char *const newv[CTL_NKEYS], size_t *len)
     return NULL;
 }
 
-static int write_atomic(const char *path, const char *text, size_t len, mode_t mode)
+/* Writes text to path through a temporary file, fsync and rename, so a
+ * reader sees the old file or the new one; -1 with e saying which step
+ * failed (its errno kept, the temporary file removed). */
+static int write_atomic(const char *path, const char *text, size_t len, mode_t mode, sl_error *e)
 {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd < 0)
-        return -1;
+        return sl_error_set(e, errno, "cannot write the config file %s: creating %s", path, tmp);
     size_t off = 0;
     while (off < len) {
         ssize_t w = write(fd, text + off, len - off);
@@ -349,38 +331,40 @@ static int write_atomic(const char *path, const char *text, size_t len, mode_t m
             break;
         off += (size_t)w;
     }
-    int saved = errno;
-    if (off < len || fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
-        saved = off < len ? saved : errno;
-        unlink(tmp);
-        errno = saved;
-        return -1;
-    }
-    return 0;
+    const char *step = off < len ? "writing" : fsync(fd) < 0 ? "fsync" : NULL;
+    int err = step ? (errno ? errno : EIO) : 0;
+    if (close(fd) < 0 && !step)
+        step = "close", err = errno;
+    if (!step && rename(tmp, path) < 0)
+        step = "rename", err = errno;
+    if (!step)
+        return 0;
+    unlink(tmp);
+    return sl_error_set(e, err, "cannot write the config file %s: %s %s", path, step, tmp);
 }
 
-int ctl_config_write(ctl *c, const char *path, const char *const newv[CTL_NKEYS])
+int ctl_config_write(const char *path, const char *const newv[CTL_NKEYS], sl_error *e)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
-        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-            ctl_err(c, "cannot create %s for the config file: %s", dir, strerror(errno));
-            return -1;
-        }
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+            return sl_error_set(e, errno, "cannot create %s for the config file", dir);
     }
     struct stat st;
     mode_t mode = stat(path, &st) == 0 ? st.st_mode & 07777 : 0644;
     FILE *in = fopen(path, "r");
+    if (!in && errno != ENOENT)
+        return sl_error_set(e, errno, "cannot read the config file %s", path);
     size_t len = 0;
     char *text = rewrite(in, newv, &len);
     if (in)
         fclose(in);
-    int rc = text ? write_atomic(path, text, len, mode) : -1;
-    if (rc < 0)
-        ctl_err(c, "cannot write the config file %s: %s", path, strerror(errno));
+    if (!text)
+        return sl_error_set(e, ENOMEM, "cannot write the config file %s", path);
+    int rc = write_atomic(path, text, len, mode, e);
     free(text);
     return rc;
 }

@@ -63,10 +63,12 @@ typedef struct ctl_cmd {
 const ctl_cmd *ctl_commands(size_t *n);
 const struct option *ctl_global_options(size_t *n);
 
-/* ---- messages (main.c) ---- */
-void ctl_err(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* ---- messages (msg.c) ---- */
 void ctl_debug(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ctl_warn(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints e, the one report of a command's failure ("sluicectl CMD: msg"),
+ * and returns CTL_EXIT_FAIL. */
+int ctl_fail(ctl *c, const sl_error *e);
 
 /* ---- option parsing (opts.c) ----
  * Parses argv with getopt_long (argv[0] = command). "+" at the start of
@@ -106,55 +108,69 @@ enum {
 };
 /* Loads path ("key: value" lines; keys runtime-endpoint, image-endpoint,
  * timeout, debug, import-dir, pull-image-on-create, disable-pull-on-run).
- * Only keys not already set by flags apply. A missing file is fine unless
- * required. Returns 0 or -1 (printed). */
-int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag);
-int ctl_config_set(ctl *c, int key, const char *val, const char *origin);
-/* Checks a value for key without applying it; -1 after printing why. */
-int ctl_config_check(ctl *c, int key, const char *val, const char *origin);
+ * Only keys not already set by flags apply. A missing file is 1 (nothing
+ * read) unless required (then an error); 0 when read; -1 with e naming
+ * the file and line, or the file and errno when it could not be read. */
+int ctl_config_load(ctl *c, const char *path, bool required, const bool *set_by_flag, sl_error *e);
+/* Checks val (from origin: "flag", a variable, "FILE:LINE") and applies
+ * it; -1 with e saying why it is wrong. */
+int ctl_config_set(ctl *c, int key, const char *val, const char *origin, sl_error *e);
+/* Checks a value for key without applying it; -1 with e saying why. */
+int ctl_config_check(int key, const char *val, const char *origin, sl_error *e);
 /* The file's values (defaults for keys it lacks; a missing file is all
- * defaults). -1 after printing an error. */
-int ctl_config_read(ctl *c, const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE]);
+ * defaults). -1 with e set as ctl_config_load sets it. */
+int ctl_config_read(const char *path, char out[CTL_NKEYS][CTL_CONFIG_MAX_VALUE], sl_error *e);
 /* Rewrites path with the keys whose newv[] is not NULL set (their lines
  * replaced where they are, else appended; everything else kept), through
- * a temporary file and a rename. -1 after printing why. */
-int ctl_config_write(ctl *c, const char *path, const char *const newv[CTL_NKEYS]);
+ * a temporary file and a rename. -1 with e naming the failing step and
+ * its errno; an existing file that cannot be read is left alone. */
+int ctl_config_write(const char *path, const char *const newv[CTL_NKEYS], sl_error *e);
 int ctl_config_key(const char *name); /* -1 when unknown */
 const char *ctl_config_key_name(int key);
 const char *ctl_config_key_default(int key);
 int ctl_parse_bool(const char *v, bool *out); /* true/yes/on/1, false/no/off/0 */
 
-/* ---- CRI calls (rpc.c) ---- */
+/* ---- CRI calls (rpc.c) ----
+ * Nothing here prints an error: every failure is an sl_error (e->code the
+ * gRPC status where there is one) with the method and a hint saying what
+ * to do, for the command to print once (ctl_fail). */
 /* Calls a RuntimeService / ImageService method by name ("Version").
- * Returns the response or NULL after printing the error (with a hint). */
+ * Returns the response, or NULL with e set (an unreachable runtime too). */
 ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *resp_desc);
+                              const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
 ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *resp_desc);
+                               const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
 /* ctl_rt_call with a deadline of at least CTL_SLOW_TIMEOUT_MS. */
 ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMessage *req,
-                                   const ProtobufCMessageDescriptor *resp_desc);
-/* The same with an explicit timeout and the raw error (not printed). */
+                                   const ProtobufCMessageDescriptor *resp_desc, sl_error *e);
+/* ctl_call_raw's answer when no connection could be made (e says why). */
+#define CTL_NOT_CONNECTED (-2)
+/* The same with an explicit timeout, returning the status: SL_CRI_OK, a
+ * gRPC code with err holding the raw error for callers that branch on it,
+ * or CTL_NOT_CONNECTED; e is set whenever the call failed. */
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err);
-void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *err);
+                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e);
+/* The error of a failed call as the user reads it: the method, what
+ * failed, and a hint where one helps (e->code: the gRPC status). */
+void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e);
 /* A server-streaming RuntimeService call without deadline, until the
- * runtime ends it (0) or cb does (0); -1 after printing the error. */
+ * runtime ends it (0) or cb does (0); -1 with e set. */
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
-                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb);
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
+                  sl_error *e);
 void ctl_free_msg(void *m);
 /* Resolves a container / pod ID, a unique ID prefix or a name (a name that
  * several attempts of one container, or of one pod in a namespace, carry
- * means the newest): prints an error naming the command that lists them
- * and returns NULL when nothing or more than one matches. The result is
- * malloc'd. */
-char *ctl_resolve_ctr(ctl *c, const char *ref);
-char *ctl_resolve_pod(ctl *c, const char *ref);
+ * means the newest). NULL with e naming the command that lists them when
+ * nothing (e->code SL_CRI_NOT_FOUND) or more than one matches. The result
+ * is malloc'd. */
+char *ctl_resolve_ctr(ctl *c, const char *ref, sl_error *e);
+char *ctl_resolve_pod(ctl *c, const char *ref, sl_error *e);
 void ctl_disconnect(ctl *c);
-/* Connects the image service (printing why not) and returns its endpoint,
- * for a second connection of another thread; NULL when unreachable. */
-const char *ctl_image_endpoint(ctl *c);
+/* Connects the image service and returns its endpoint, for a second
+ * connection of another thread; NULL with e set when unreachable. */
+const char *ctl_image_endpoint(ctl *c, sl_error *e);
 
 /* ---- output (output.c) ---- */
 typedef struct ctl_table ctl_table;
@@ -211,10 +227,6 @@ ProtobufCMessage *ctl_doc_parse(const char *text, size_t len, const char *name,
  * when val is none of them. ctl_parse_since_at takes "now" for tests. */
 int ctl_parse_since(const char *val, int64_t *ns);
 int ctl_parse_since_at(const char *val, int64_t now_ns, int64_t *ns);
-
-/* ctl_doc_load printing the error (cmd_util.c). */
-ProtobufCMessage *ctl_load_config_msg(ctl *c, const char *path, const ProtobufCMessageDescriptor *d,
-                                      ctl_arena *a);
 
 /* ---- commands ---- */
 int cmd_version(ctl *c, int argc, char **argv);

@@ -1,7 +1,6 @@
 /* sluicectl: a crictl-style client for sluiced (and any CRI runtime).
  * Global flags, environment and config file, then a dispatch table. */
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,40 +114,6 @@ static void print_help(FILE *f)
           f);
 }
 
-static void vmsg(const char *kind, ctl *c, const char *fmt, va_list ap)
-{
-    fprintf(stderr, "%s%s%s: %s", CTL_NAME, c && c->cmd ? " " : "", c && c->cmd ? c->cmd : "",
-            kind);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
-void ctl_err(ctl *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("", c, fmt, ap);
-    va_end(ap);
-}
-
-void ctl_warn(ctl *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("warning: ", c, fmt, ap);
-    va_end(ap);
-}
-
-void ctl_debug(ctl *c, const char *fmt, ...)
-{
-    if (!c->debug)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("debug: ", c, fmt, ap);
-    va_end(ap);
-}
-
 static const ctl_cmd *find_cmd(const char *name)
 {
     for (size_t i = 0; i < NCOMMANDS; i++)
@@ -195,10 +160,12 @@ static int parse_globals(ctl *c, int argc, char **argv, bool *set, const char **
         case ':':
             return ctl_usage(c, "unknown or incomplete global flag %s (see sluicectl --help)",
                              argv[optind - 1]);
-        default:
-            if (ctl_config_set(c, key_of(o), o == 'D' ? "true" : optarg, "flag") < 0)
-                return CTL_EXIT_USAGE;
+        default: {
+            sl_error e;
+            if (ctl_config_set(c, key_of(o), o == 'D' ? "true" : optarg, "flag", &e) < 0)
+                return ctl_usage(c, "%s", e.msg);
             set[key_of(o)] = true;
+        }
         }
     }
     return -1;
@@ -207,7 +174,7 @@ static int parse_globals(ctl *c, int argc, char **argv, bool *set, const char **
 /* Environment (as crictl: CONTAINER_RUNTIME_ENDPOINT, IMAGE_SERVICE_ENDPOINT)
  * applies where no flag was given; the config file where neither was. The
  * config command reads and writes the file itself (it may not exist yet). */
-static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load)
+static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load, sl_error *e)
 {
     static const struct {
         const char *var;
@@ -217,7 +184,7 @@ static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load)
     for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++) {
         const char *v = getenv(envs[i].var);
         if (v && *v && !set[envs[i].key]) {
-            if (ctl_config_set(c, envs[i].key, v, envs[i].var) < 0)
+            if (ctl_config_set(c, envs[i].key, v, envs[i].var, e) < 0)
                 return -1;
             set[envs[i].key] = true;
         }
@@ -230,7 +197,10 @@ static int apply_env_and_config(ctl *c, bool *set, const char *cfg, bool load)
     else
         cfg = CTL_DEFAULT_CONFIG;
     c->config_path = cfg;
-    return load ? ctl_config_load(c, cfg, required, set) : 0;
+    int rc = load ? ctl_config_load(c, cfg, required, set, e) : 1;
+    if (rc == 0)
+        ctl_debug(c, "config file %s read", cfg);
+    return rc < 0 ? -1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -244,8 +214,9 @@ int main(int argc, char **argv)
     if (rc >= 0)
         return rc;
     bool is_config = optind < argc && !strcmp(argv[optind], "config");
-    if (apply_env_and_config(&c, set, cfg, !is_config) < 0)
-        return CTL_EXIT_USAGE;
+    sl_error e;
+    if (apply_env_and_config(&c, set, cfg, !is_config, &e) < 0)
+        return ctl_usage(&c, "%s", e.msg);
     if (optind >= argc) {
         print_help(stderr);
         return CTL_EXIT_USAGE;
@@ -259,10 +230,9 @@ int main(int argc, char **argv)
         return 0;
     }
     const ctl_cmd *cmd = find_cmd(argv[optind]);
-    if (!cmd) {
-        ctl_err(&c, "unknown command \"%s\" (sluicectl --help lists the commands)", argv[optind]);
-        return CTL_EXIT_USAGE;
-    }
+    if (!cmd)
+        return ctl_usage(&c, "unknown command \"%s\" (sluicectl --help lists the commands)",
+                         argv[optind]);
     c.cmd = cmd->name;
     rc = cmd->run(&c, argc - optind, argv + optind);
     ctl_disconnect(&c);

@@ -1,6 +1,8 @@
 /* CRI calls for the commands: connecting (with crictl's endpoint fallback
  * list), debug logging of requests and answers, errors with a hint saying
- * what to do, and ID-prefix resolution. */
+ * what to do, and ID-prefix resolution. Nothing here prints an error: each
+ * failure comes back as an sl_error the command prints once. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +17,15 @@ static const char *const default_endpoints[] = {
 };
 #define NDEFAULTS (sizeof default_endpoints / sizeof default_endpoints[0])
 
-static void unreachable(ctl *c, const char *what, const sl_cri_err *e)
+static void unreachable(ctl *c, const char *what, const sl_cri_err *ce, sl_error *e)
 {
-    ctl_err(c,
-            "runtime not reachable: %s%s%s\n  Is sluiced (or your CRI runtime) running? Choose the "
-            "endpoint with -r/--runtime-endpoint, $CONTAINER_RUNTIME_ENDPOINT or runtime-endpoint "
-            "in %s.",
-            what, e ? ": " : "", e ? e->msg : "",
-            c->config_path ? c->config_path : CTL_DEFAULT_CONFIG);
+    sl_error_code(
+        e, SL_CRI_UNAVAILABLE,
+        "runtime not reachable: %s%s%s\n  Is sluiced (or your CRI runtime) running? Choose the "
+        "endpoint with -r/--runtime-endpoint, $CONTAINER_RUNTIME_ENDPOINT or runtime-endpoint "
+        "in %s.",
+        what, ce ? ": " : "", ce ? ce->msg : "",
+        c->config_path ? c->config_path : CTL_DEFAULT_CONFIG);
 }
 
 static sl_cri_client *connect_one(ctl *c, const char *ep, sl_cri_err *e)
@@ -36,49 +39,49 @@ static sl_cri_client *connect_one(ctl *c, const char *ep, sl_cri_err *e)
     return cl;
 }
 
-static sl_cri_client *runtime_client(ctl *c)
+static sl_cri_client *runtime_client(ctl *c, sl_error *e)
 {
-    sl_cri_err e;
+    sl_cri_err ce;
     if (c->rt)
         return c->rt;
     if (c->runtime_endpoint) {
-        c->rt = connect_one(c, c->runtime_endpoint, &e);
+        c->rt = connect_one(c, c->runtime_endpoint, &ce);
         if (!c->rt)
-            unreachable(c, c->runtime_endpoint, &e);
+            unreachable(c, c->runtime_endpoint, &ce, e);
         c->rt_endpoint_used = c->runtime_endpoint;
         return c->rt;
     }
     for (size_t i = 0; i < NDEFAULTS && !c->rt; i++) {
-        c->rt = connect_one(c, default_endpoints[i], &e);
+        c->rt = connect_one(c, default_endpoints[i], &ce);
         c->rt_endpoint_used = default_endpoints[i];
     }
     if (!c->rt)
         unreachable(c,
                     "none of the default endpoints answered (unix:///run/sluice/sluice.sock, "
                     "containerd, CRI-O, cri-dockerd; -D shows each error)",
-                    NULL);
+                    NULL, e);
     else
         ctl_debug(c, "using runtime endpoint %s", c->rt_endpoint_used);
     return c->rt;
 }
 
-static sl_cri_client *image_client(ctl *c)
+static sl_cri_client *image_client(ctl *c, sl_error *e)
 {
     if (!c->image_endpoint ||
         (c->runtime_endpoint && !strcmp(c->image_endpoint, c->runtime_endpoint)))
-        return runtime_client(c);
+        return runtime_client(c, e);
     if (!c->img) {
-        sl_cri_err e;
-        c->img = connect_one(c, c->image_endpoint, &e);
+        sl_cri_err ce;
+        c->img = connect_one(c, c->image_endpoint, &ce);
         if (!c->img)
-            unreachable(c, c->image_endpoint, &e);
+            unreachable(c, c->image_endpoint, &ce, e);
     }
     return c->img;
 }
 
-const char *ctl_image_endpoint(ctl *c)
+const char *ctl_image_endpoint(ctl *c, sl_error *e)
 {
-    if (!image_client(c))
+    if (!image_client(c, e))
         return NULL;
     return c->img ? c->image_endpoint : c->rt_endpoint_used;
 }
@@ -107,33 +110,35 @@ static void debug_msg(ctl *c, const char *what, const char *method, const Protob
     json_decref(j);
 }
 
-void ctl_print_call_err(ctl *c, const char *method, const sl_cri_err *e)
+void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e)
 {
     const char *ep = c->rt_endpoint_used ? c->rt_endpoint_used : "the runtime";
-    if (e->local && e->code == SL_CRI_UNAVAILABLE)
-        ctl_err(c, "%s: lost the runtime at %s: %s", method, ep, e->msg);
-    else if (e->code == SL_CRI_DEADLINE_EXCEEDED)
-        ctl_err(c, "%s: %s (the runtime at %s is slow or stuck; raise --timeout)", method, e->msg,
-                ep);
-    else if (e->code == SL_CRI_UNIMPLEMENTED)
-        ctl_err(c, "%s: the runtime at %s does not implement it: %s", method, ep, e->msg);
-    else if (e->code == SL_CRI_NOT_FOUND)
-        ctl_err(c, "%s: %s", method, e->msg);
+    if (err->local && err->code == SL_CRI_UNAVAILABLE)
+        sl_error_code(e, err->code, "%s: lost the runtime at %s: %s", method, ep, err->msg);
+    else if (err->code == SL_CRI_DEADLINE_EXCEEDED)
+        sl_error_code(e, err->code, "%s: %s (the runtime at %s is slow or stuck; raise --timeout)",
+                      method, err->msg, ep);
+    else if (err->code == SL_CRI_UNIMPLEMENTED)
+        sl_error_code(e, err->code, "%s: the runtime at %s does not implement it: %s", method, ep,
+                      err->msg);
+    else if (err->code == SL_CRI_NOT_FOUND)
+        sl_error_code(e, err->code, "%s: %s", method, err->msg);
     else
-        ctl_err(c, "%s failed: %s (%s)", method, e->msg, sl_cri_code_name(e->code));
+        sl_error_code(e, err->code, "%s failed: %s (%s)", method, err->msg,
+                      sl_cri_code_name(err->code));
 }
 
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err)
+                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e)
 {
     *resp = NULL;
-    sl_cri_client *cl = image ? image_client(c) : runtime_client(c);
+    sl_cri_client *cl = image ? image_client(c, e) : runtime_client(c, e);
     if (!cl) {
         err->code = SL_CRI_UNAVAILABLE;
         err->local = true;
         snprintf(err->msg, sizeof err->msg, "not connected");
-        return -2; /* already reported */
+        return CTL_NOT_CONNECTED;
     }
     char path[128];
     snprintf(path, sizeof path, "/runtime.v1.%s/%s", image ? "ImageService" : "RuntimeService",
@@ -144,64 +149,57 @@ int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage 
         debug_msg(c, "answer", method, *resp);
     else
         ctl_debug(c, "%s: %s: %s", method, sl_cri_code_name(rc), err->msg);
+    if (rc != SL_CRI_OK)
+        ctl_call_error(c, method, err, e);
     return rc;
 }
 
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
-                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb)
+                  const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
+                  sl_error *e)
 {
-    sl_cri_client *cl = runtime_client(c);
+    sl_cri_client *cl = runtime_client(c, e);
     if (!cl)
         return -1;
     char path[128];
     snprintf(path, sizeof path, "/runtime.v1.RuntimeService/%s", method);
     debug_msg(c, "request", method, req);
-    sl_cri_err e;
-    int rc = sl_cri_client_stream(cl, path, req, resp_desc, cb, 0, &e);
-    ctl_debug(c, "%s ended: %s: %s", method, sl_cri_code_name(rc), e.msg);
-    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && e.local))
+    sl_cri_err ce;
+    int rc = sl_cri_client_stream(cl, path, req, resp_desc, cb, 0, &ce);
+    ctl_debug(c, "%s ended: %s: %s", method, sl_cri_code_name(rc), ce.msg);
+    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && ce.local))
         return 0;
-    ctl_print_call_err(c, method, &e);
+    ctl_call_error(c, method, &ce, e);
     return -1;
 }
 
 static ProtobufCMessage *call_tmo(ctl *c, bool image, const char *method,
                                   const ProtobufCMessage *req, const ProtobufCMessageDescriptor *d,
-                                  uint32_t tmo)
+                                  uint32_t tmo, sl_error *e)
 {
     ProtobufCMessage *resp;
-    sl_cri_err e;
-    int rc = ctl_call_raw(c, image, method, req, d, &resp, tmo, &e);
-    if (rc == -2)
-        return NULL;
-    if (rc != SL_CRI_OK)
-        ctl_print_call_err(c, method, &e);
+    sl_cri_err ce;
+    ctl_call_raw(c, image, method, req, d, &resp, tmo, &ce, e);
     return resp;
 }
 
-static ProtobufCMessage *call(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *d)
-{
-    return call_tmo(c, image, method, req, d, c->timeout_ms);
-}
-
 ProtobufCMessage *ctl_rt_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                              const ProtobufCMessageDescriptor *d)
+                              const ProtobufCMessageDescriptor *d, sl_error *e)
 {
-    return call(c, false, method, req, d);
+    return call_tmo(c, false, method, req, d, c->timeout_ms, e);
 }
 
 ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMessage *req,
-                                   const ProtobufCMessageDescriptor *d)
+                                   const ProtobufCMessageDescriptor *d, sl_error *e)
 {
     uint32_t tmo = c->timeout_ms > CTL_SLOW_TIMEOUT_MS ? c->timeout_ms : CTL_SLOW_TIMEOUT_MS;
-    return call_tmo(c, false, method, req, d, tmo);
+    return call_tmo(c, false, method, req, d, tmo, e);
 }
 
 ProtobufCMessage *ctl_img_call(ctl *c, const char *method, const ProtobufCMessage *req,
-                               const ProtobufCMessageDescriptor *d)
+                               const ProtobufCMessageDescriptor *d, sl_error *e)
 {
-    return call(c, true, method, req, d);
+    return call_tmo(c, true, method, req, d, c->timeout_ms, e);
 }
 
 /* ---- ID resolution ---- */
@@ -228,17 +226,26 @@ static long newest_attempt(const cand *v, size_t n, const char *ref)
     return best;
 }
 
-static char *pick(ctl *c, const char *kind, const char *lister, const char *ref, const cand *v,
-                  size_t n)
+static char *dup_id(const char *id, sl_error *e)
+{
+    char *d = strdup(id);
+    if (!d)
+        sl_error_set(e, ENOMEM, "ID %s", id);
+    return d;
+}
+
+static char *pick(const char *kind, const char *lister, const char *ref, const cand *v, size_t n,
+                  sl_error *e)
 {
     size_t hits = 0, hit = 0, rl = strlen(ref);
     if (rl == 0) {
-        ctl_err(c, "an empty %s ID names nothing (`sluicectl %s` lists them)", kind, lister);
+        sl_error_set(e, 0, "an empty %s ID names nothing (`sluicectl %s` lists them)", kind,
+                     lister);
         return NULL;
     }
     for (size_t i = 0; i < n; i++)
         if (!strcmp(v[i].id, ref))
-            return strdup(v[i].id);
+            return dup_id(v[i].id, e);
     for (size_t i = 0; i < n; i++)
         if (!strncmp(v[i].id, ref, rl))
             hits++, hit = i;
@@ -247,26 +254,26 @@ static char *pick(ctl *c, const char *kind, const char *lister, const char *ref,
             if (v[i].name && !strcmp(v[i].name, ref))
                 hits++, hit = i;
     if (hits == 1)
-        return strdup(v[hit].id);
+        return dup_id(v[hit].id, e);
     long newest = hits > 1 ? newest_attempt(v, n, ref) : -1;
     if (newest >= 0)
-        return strdup(v[newest].id);
+        return dup_id(v[newest].id, e);
     if (hits == 0)
-        ctl_err(c,
-                "%s \"%s\" not found: no %s has that ID, ID prefix or name (`sluicectl %s` "
-                "lists them)",
-                kind, ref, kind, lister);
+        sl_error_code(e, SL_CRI_NOT_FOUND,
+                      "%s \"%s\" not found: no %s has that ID, ID prefix or name (`sluicectl %s` "
+                      "lists them)",
+                      kind, ref, kind, lister);
     else
-        ctl_err(c, "\"%s\" matches %zu of them (%s): give more of the ID (`sluicectl %s`)", ref,
-                hits, kind, lister);
+        sl_error_set(e, 0, "\"%s\" matches %zu of them (%s): give more of the ID (`sluicectl %s`)",
+                     ref, hits, kind, lister);
     return NULL;
 }
 
-char *ctl_resolve_ctr(ctl *c, const char *ref)
+char *ctl_resolve_ctr(ctl *c, const char *ref, sl_error *e)
 {
     Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
     Runtime__V1__ListContainersResponse *r = (void *)ctl_rt_call(
-        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor);
+        c, "ListContainers", &req.base, &runtime__v1__list_containers_response__descriptor, e);
     if (!r)
         return NULL;
     cand *v = calloc(r->n_containers + 1, sizeof *v);
@@ -279,18 +286,20 @@ char *ctl_resolve_ctr(ctl *c, const char *ref)
             v[i].group = x->pod_sandbox_id;
             v[i].rank = x->metadata ? x->metadata->attempt : 0;
         }
-        id = pick(c, "container", "ps -a", ref, v, r->n_containers);
+        id = pick("container", "ps -a", ref, v, r->n_containers, e);
+    } else {
+        sl_error_set(e, ENOMEM, "resolving container %s", ref);
     }
     free(v);
     ctl_free_msg(r);
     return id;
 }
 
-char *ctl_resolve_pod(ctl *c, const char *ref)
+char *ctl_resolve_pod(ctl *c, const char *ref, sl_error *e)
 {
     Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
     Runtime__V1__ListPodSandboxResponse *r = (void *)ctl_rt_call(
-        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor);
+        c, "ListPodSandbox", &req.base, &runtime__v1__list_pod_sandbox_response__descriptor, e);
     if (!r)
         return NULL;
     cand *v = calloc(r->n_items + 1, sizeof *v);
@@ -303,7 +312,9 @@ char *ctl_resolve_pod(ctl *c, const char *ref)
             v[i].group = x->metadata ? x->metadata->namespace_ : "";
             v[i].rank = (uint64_t)x->created_at;
         }
-        id = pick(c, "pod sandbox", "pods", ref, v, r->n_items);
+        id = pick("pod sandbox", "pods", ref, v, r->n_items, e);
+    } else {
+        sl_error_set(e, ENOMEM, "resolving pod sandbox %s", ref);
     }
     free(v);
     ctl_free_msg(r);

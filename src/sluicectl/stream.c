@@ -23,7 +23,8 @@ typedef struct run {
     sl_transport transport;
     uv_signal_t winch;
     bool winch_on;
-    int rc;
+    int rc;       /* the remote exit code, or -1 with err set */
+    sl_error err; /* why the session failed */
     bool over;
     /* attach -i with detach keys: stdin → scan → pipe → library */
     int pipe_r, pipe_w;
@@ -111,7 +112,8 @@ void ctl_stream_explain(const sl_client_error *e, char *out, size_t outlen)
 
 /* ---- CRI ---- */
 
-static char *get_url(ctl *c, const ctl_stream_req *r)
+/* The streaming URL of a CRI Exec or Attach; NULL with e set. */
+static char *get_url(ctl *c, const ctl_stream_req *r, sl_error *e)
 {
     ProtobufCMessage *resp;
     char *url = NULL;
@@ -119,7 +121,7 @@ static char *get_url(ctl *c, const ctl_stream_req *r)
         Runtime__V1__AttachRequest q = RUNTIME__V1__ATTACH_REQUEST__INIT;
         q.container_id = (char *)r->ctr_id;
         q.tty = r->tty, q.stdin = r->stdin_on, q.stdout = true, q.stderr = !r->tty;
-        resp = ctl_rt_call(c, "Attach", &q.base, &runtime__v1__attach_response__descriptor);
+        resp = ctl_rt_call(c, "Attach", &q.base, &runtime__v1__attach_response__descriptor, e);
         if (resp)
             url = strdup(((Runtime__V1__AttachResponse *)resp)->url);
     } else {
@@ -127,13 +129,15 @@ static char *get_url(ctl *c, const ctl_stream_req *r)
         q.container_id = (char *)r->ctr_id;
         q.cmd = (char **)r->cmd, q.n_cmd = r->ncmd;
         q.tty = r->tty, q.stdin = r->stdin_on, q.stdout = true, q.stderr = !r->tty;
-        resp = ctl_rt_call(c, "Exec", &q.base, &runtime__v1__exec_response__descriptor);
+        resp = ctl_rt_call(c, "Exec", &q.base, &runtime__v1__exec_response__descriptor, e);
         if (resp)
             url = strdup(((Runtime__V1__ExecResponse *)resp)->url);
     }
+    if (resp && !url)
+        sl_error_set(e, ENOMEM, "%s", r->attach ? "Attach" : "Exec");
     ctl_free_msg(resp);
     if (url && !*url) {
-        ctl_err(c, "the runtime returned an empty streaming URL");
+        sl_error_set(e, 0, "the runtime returned an empty streaming URL");
         free(url);
         url = NULL;
     }
@@ -171,19 +175,19 @@ static void on_error_cb(void *arg, const sl_client_error *e)
         x->h = NULL;
         x->transport = SL_TRANSPORT_SPDY;
         if (start(x) < 0)
-            finish(x, CTL_EXIT_FAIL);
+            finish(x, -1);
         return;
     }
     char msg[1200];
     ctl_stream_explain(e, msg, sizeof msg);
-    ctl_tty_restore();
-    ctl_err(x->c, "%s", msg);
-    finish(x, CTL_EXIT_FAIL);
+    sl_error_set(&x->err, 0, "%s", msg);
+    finish(x, -1);
 }
 
+/* A CRI call for a URL and a client session on it; -1 with x->err set. */
 static int start(run *x)
 {
-    char *url = get_url(x->c, x->req);
+    char *url = get_url(x->c, x->req, &x->err);
     if (!url)
         return -1;
     ctl_debug(x->c, "streaming URL %s, transport %s", url,
@@ -205,8 +209,7 @@ static int start(run *x)
     free(url);
     if (rc != SL_OK) {
         x->h = NULL;
-        ctl_err(x->c, "cannot start the streaming session: %s", sl_strerror(rc));
-        return -1;
+        return sl_error_set(&x->err, 0, "cannot start the streaming session: %s", sl_strerror(rc));
     }
     return 0;
 }
@@ -373,14 +376,12 @@ static void relay_setup(run *x)
     x->relay_on = true;
 }
 
-int ctl_stream_run(ctl *c, const ctl_stream_req *req)
+int ctl_stream_run(ctl *c, const ctl_stream_req *req, sl_error *e)
 {
     run x = {.c = c, .req = req, .transport = req->transport, .pipe_r = -1, .pipe_w = -1};
     ctl_tty_guard();
-    if (uv_loop_init(&x.loop) != 0) {
-        ctl_err(c, "cannot set up the event loop");
-        return CTL_EXIT_FAIL;
-    }
+    if (uv_loop_init(&x.loop) != 0)
+        return sl_error_set(e, 0, "cannot set up the event loop");
     if (req->tty && req->stdin_on && isatty(STDIN_FILENO) && ctl_tty_raw(STDIN_FILENO) < 0)
         ctl_warn(c, "cannot put the terminal into raw mode: %s", strerror(errno));
     if (req->tty && !isatty(STDIN_FILENO))
@@ -392,11 +393,13 @@ int ctl_stream_run(ctl *c, const ctl_stream_req *req)
         x.winch_on = true;
     }
     if (start(&x) < 0)
-        finish(&x, CTL_EXIT_FAIL);
+        finish(&x, -1);
     uv_run(&x.loop, UV_RUN_DEFAULT);
     if (x.pipe_r >= 0)
         close(x.pipe_r);
     uv_loop_close(&x.loop);
-    ctl_tty_restore();
+    ctl_tty_restore(); /* before the caller prints why it failed */
+    if (x.rc < 0)
+        *e = x.err;
     return x.rc;
 }

@@ -30,8 +30,9 @@ int ctl_parse_detach_keys(const char *s, uint8_t *out, size_t *n);
 int ctl_parse_transport(ctl *c, const char *val, bool allow_legacy, sl_transport *out);
 
 /* Runs the session to its end. Returns the remote exit code, 0 after a
- * detach, or CTL_EXIT_FAIL after printing why it failed. */
-int ctl_stream_run(ctl *c, const ctl_stream_req *r);
+ * detach, or -1 with e saying why the session failed (the terminal is
+ * restored by then, for the caller to print it). */
+int ctl_stream_run(ctl *c, const ctl_stream_req *r, sl_error *e);
 
 /* Explains a streaming-client error in one line with what to do. */
 void ctl_stream_explain(const sl_client_error *e, char *out, size_t outlen);
