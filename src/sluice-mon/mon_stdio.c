@@ -176,8 +176,12 @@ static ssize_t copy_head(int fd)
         ssize_t r = read(copy_pipe[0], scratch + got, (size_t)(n - got));
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
-            return -1; /* cannot be: the whole copy is there */
+        if (r <= 0) { /* cannot be: the whole copy is there; empty the shared pipe anyway */
+            while (read(copy_pipe[0], scratch, sizeof(scratch)) > 0)
+                ;
+            errno = EIO;
+            return -1;
+        }
         got += r;
     }
     return n;
