@@ -10,6 +10,7 @@
 
 #include "fsutil.h"
 #include "mon_fanout.h"
+#include "mon_journal.h"
 #include "mon_log.h"
 #include "mon_loop.h"
 #include "mon_proto.h"
@@ -84,8 +85,9 @@ typedef enum { CTR_CREATING, CTR_CREATED, CTR_RUNNING, CTR_EXITED } ctr_state;
 typedef struct mon_io {
     int out_fd[2]; /* read ends (tty: [0] is the PTY master), -1 when closed */
     sl_mwatch *out_w[2];
-    bool copied[2]; /* a pipe: copied, then taken once logged (mon_stdio.c) */
-    int in_fd;      /* our write end of its stdin (tty: a dup of the master), -1 */
+    bool journaled[2]; /* a pipe, taken through the journal (mon_stdio.c) */
+    mon_journal journal;
+    int in_fd; /* our write end of its stdin (tty: a dup of the master), -1 */
     sl_mwatch *in_w;
     sl_bufq in_q;                /* stdin bytes not yet taken by the container */
     bool in_close_after;         /* stdin_once: close in_fd once in_q drained */

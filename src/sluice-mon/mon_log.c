@@ -208,7 +208,7 @@ static void add_segment(sl_mon_log *l, int s, const char *ts, size_t tslen, cons
     }
 }
 
-void sl_mon_log_write(sl_mon_log *l, int stream, const void *data, size_t len, int64_t now_ns)
+void sl_mon_log_add(sl_mon_log *l, int stream, const void *data, size_t len, int64_t now_ns)
 {
     if (stream != SL_MON_LOG_STDOUT && stream != SL_MON_LOG_STDERR)
         return;
@@ -229,10 +229,9 @@ void sl_mon_log_write(sl_mon_log *l, int stream, const void *data, size_t len, i
         p = nl + 1;
         len -= seg + 1;
     }
-    write_out(l);
 }
 
-void sl_mon_log_flush(sl_mon_log *l, int stream, int64_t now_ns)
+void sl_mon_log_cut(sl_mon_log *l, int stream, int64_t now_ns)
 {
     if ((stream != SL_MON_LOG_STDOUT && stream != SL_MON_LOG_STDERR) || !l->pend_len[stream])
         return;
@@ -240,5 +239,26 @@ void sl_mon_log_flush(sl_mon_log *l, int stream, int64_t now_ns)
     size_t tslen = sl_mon_log_timestamp(now_ns, ts);
     record(l, ts, tslen, stream, 'P', l->pend[stream], l->pend_len[stream]);
     l->pend_len[stream] = 0;
+}
+
+size_t sl_mon_log_queued(const sl_mon_log *l)
+{
+    return sl_bufq_len(&l->out);
+}
+
+void sl_mon_log_push(sl_mon_log *l)
+{
+    write_out(l);
+}
+
+void sl_mon_log_write(sl_mon_log *l, int stream, const void *data, size_t len, int64_t now_ns)
+{
+    sl_mon_log_add(l, stream, data, len, now_ns);
+    write_out(l);
+}
+
+void sl_mon_log_flush(sl_mon_log *l, int stream, int64_t now_ns)
+{
+    sl_mon_log_cut(l, stream, now_ns);
     write_out(l);
 }

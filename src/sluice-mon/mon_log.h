@@ -50,6 +50,15 @@ int sl_mon_log_reopen(sl_mon_log *l, sl_error *e);
 void sl_mon_log_write(sl_mon_log *l, int stream, const void *data, size_t len, int64_t now_ns);
 /* End of stream: an unterminated last line is written as a P record. */
 void sl_mon_log_flush(sl_mon_log *l, int stream, int64_t now_ns);
+/* The two above in steps, for a caller that must know what a write will
+ * add before it happens: add (the records of len bytes) and cut (an
+ * unterminated last line as a P record) only queue; queued is the length
+ * of the records queued; push writes them (whole, or drops them as
+ * sl_mon_log_write does). */
+void sl_mon_log_add(sl_mon_log *l, int stream, const void *data, size_t len, int64_t now_ns);
+void sl_mon_log_cut(sl_mon_log *l, int stream, int64_t now_ns);
+size_t sl_mon_log_queued(const sl_mon_log *l);
+void sl_mon_log_push(sl_mon_log *l);
 void sl_mon_log_close(sl_mon_log *l);
 
 /* Formats ns since the epoch like Go's time.RFC3339Nano in UTC (fraction

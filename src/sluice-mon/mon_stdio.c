@@ -3,15 +3,14 @@
  * funnels the sessions' stdin into the container's stdin as its single
  * writer, with a bounded queue that pauses the sessions' input.
  *
- * Output from a pipe is copied (tee) before it is taken, and taken only
- * once it is in the log, an unfinished last line as a P record (as CRI-O
- * does; its end follows in the next record). A monitor killed at any
- * point thus leaves in the pipe what it had not logged, for the monitor
- * that adopts the container (sluiced keeps a duplicate of the read end):
- * nothing is lost, and at most the read logged just before the kill is
- * logged again. Nothing is kept back in the pipe, so a writer blocked on
- * a full pipe always finds it empty and wakes the loop. A terminal cannot
- * be copied without taking: a tty's output is read. */
+ * Output from a pipe goes through the journal (mon_journal.h): taken into
+ * a file, logged (an unfinished last line as a P record, as CRI-O does;
+ * its end follows in the next record), then let go. A monitor killed at
+ * any point leaves a chunk it had not logged whole in the journal, and
+ * the rest in the pipe, for the monitor that adopts the container
+ * (sluiced keeps a duplicate of the read end): nothing is lost and
+ * nothing logged twice. A terminal's output is read: a kill can lose the
+ * read in hand. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -21,13 +20,13 @@
 #include "mon.h"
 
 static char scratch[SL_MON_READ_CHUNK]; /* one thread: one read at a time */
-static int copy_pipe[2] = {-1, -1};     /* where tee puts the copy; emptied at once */
 
 void mon_io_init(mon_io *io, mon_ctr *c)
 {
     memset(io, 0, sizeof(*io));
     io->out_fd[0] = io->out_fd[1] = io->in_fd = -1;
     io->log.fd = -1;
+    mon_journal_init(&io->journal);
     sl_bufq_init(&io->in_q);
     sl_mon_fanout_init(&io->fo, SL_MON_ATTACH_BACKLOG, &mon_attach_ops, c);
 }
@@ -89,18 +88,33 @@ static void drop_update(mon_ctr *c, bool now)
         send_dropped(c, true);
 }
 
+/* A journal file failed: stream s is read from now on. */
+static void journal_failed(mon_ctr *c, int s, const char *what)
+{
+    mon_log(MON_WARN, "container %s: output journal: %s: %s; reading output directly", c->id, what,
+            strerror(errno));
+    c->io.journaled[s] = false;
+}
+
 /* Logs output of stream s (NULL: its end; cut: an unfinished last line
  * is logged now, as a P record), reporting when the log's writability
- * changes. */
+ * changes. The chunk in a journaled stream's journal is let go once its
+ * records are written. */
 static void log_output(mon_ctr *c, int s, const char *p, size_t n, bool cut)
 {
     sl_mon_log *l = &c->io.log;
     uint64_t bytes = l->dropped, records = l->dropped_records;
     int was = l->err;
+    bool journal = p && c->io.journaled[s];
     if (p)
-        sl_mon_log_write(l, s, p, n, sl_real_ns());
+        sl_mon_log_add(l, s, p, n, sl_real_ns());
     if (!p || cut)
-        sl_mon_log_flush(l, s, sl_real_ns());
+        sl_mon_log_cut(l, s, sl_real_ns());
+    if (journal && mon_journal_pending(&c->io.journal, s, l->fd, sl_mon_log_queued(l)) < 0)
+        journal_failed(c, s, "noting the log's end");
+    sl_mon_log_push(l);
+    if (journal && mon_journal_logged(&c->io.journal, s) < 0)
+        journal_failed(c, s, "emptying it");
     if (!was != !l->err)
         log_health(c, bytes, records);
     else
@@ -162,57 +176,16 @@ static void output_read(mon_ctr *c, int s)
     }
 }
 
-/* A copy of the first bytes in pipe fd into scratch, nothing taken: their
- * count, 0 at EOF (empty, no writer), -1 (errno; EAGAIN: empty). */
-static ssize_t copy_head(int fd)
-{
-    if (copy_pipe[0] < 0 && pipe2(copy_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-        return -1;
-    ssize_t n;
-    do
-        n = tee(fd, copy_pipe[1], sizeof(scratch), SPLICE_F_NONBLOCK);
-    while (n < 0 && errno == EINTR);
-    for (ssize_t got = 0; n > 0 && got < n;) {
-        ssize_t r = read(copy_pipe[0], scratch + got, (size_t)(n - got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) { /* cannot be: the whole copy is there; empty the shared pipe anyway */
-            while (read(copy_pipe[0], scratch, sizeof(scratch)) > 0)
-                ;
-            errno = EIO;
-            return -1;
-        }
-        got += r;
-    }
-    return n;
-}
-
-/* Takes n bytes (copied and logged) from the head of pipe fd. */
-static int take_head(mon_ctr *c, int fd, size_t n)
-{
-    while (n > 0) {
-        ssize_t r = splice(fd, NULL, c->m->devnull, NULL, n, SPLICE_F_NONBLOCK);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-/* Output of stream s from its pipe: copied, logged whole, fanned out,
- * then taken. */
-static void output_copied(mon_ctr *c, int s)
+/* Output of stream s from its pipe, through its journal: taken, logged
+ * whole, let go, fanned out. */
+static void output_journaled(mon_ctr *c, int s)
 {
     mon_io *io = &c->io;
-    int fd = io->out_fd[s];
-    ssize_t n = copy_head(fd);
+    ssize_t n = mon_journal_take(&io->journal, s, io->out_fd[s], scratch, sizeof(scratch));
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         return;
-    if (n < 0) { /* a pipe tee refuses: read it from now on */
-        mon_log(MON_WARN, "container %s: copying output: %s; reading it", c->id, strerror(errno));
-        io->copied[s] = false;
+    if (n < 0) { /* a pipe splice refuses: nothing was taken */
+        journal_failed(c, s, "taking output");
         return;
     }
     if (n == 0) {
@@ -222,16 +195,12 @@ static void output_copied(mon_ctr *c, int s)
     io->last_out_ms = sl_mono_ms();
     log_output(c, s, scratch, (size_t)n, true);
     sl_mon_fanout_feed(&io->fo, s, scratch, (size_t)n);
-    if (take_head(c, fd, (size_t)n) < 0) { /* cannot be: the bytes are there */
-        mon_log(MON_ERR, "container %s: taking logged output: %s", c->id, strerror(errno));
-        close_output(c, s);
-    }
 }
 
 static void output(mon_ctr *c, int s)
 {
-    if (c->io.copied[s] && !c->io.discard)
-        output_copied(c, s);
+    if (c->io.journaled[s] && !c->io.discard)
+        output_journaled(c, s);
     else
         output_read(c, s);
 }
@@ -323,15 +292,61 @@ void mon_io_stdin_session_done(mon_ctr *c)
     stdin_flush(c);
 }
 
+/* Output a dead monitor took and had not logged whole (mon_journal.h):
+ * logged now, before anything newer. */
+static void recover_output(mon_ctr *c)
+{
+    mon_io *io = &c->io;
+    for (int s = 0; s < 2; s++) {
+        size_t cut;
+        ssize_t n =
+            mon_journal_recover(&io->journal, s, io->log.fd, scratch, sizeof(scratch), &cut);
+        if (n < 0) {
+            journal_failed(c, s, "recovering it");
+            continue;
+        }
+        if (n == 0)
+            continue;
+        mon_log(MON_INFO,
+                "container %s: %zd bytes of %s the last monitor took are logged now "
+                "(%zu bytes of their records it had written were cut off)",
+                c->id, n, s ? "stderr" : "stdout", cut);
+        log_output(c, s, scratch, (size_t)n, true);
+    }
+}
+
+/* Journals output pipes when there is a log to protect. */
+static void journal_start(mon_ctr *c)
+{
+    mon_io *io = &c->io;
+    bool pipes = false;
+    for (int s = 0; s < 2; s++) {
+        struct stat st;
+        io->journaled[s] = io->out_fd[s] >= 0 && fstat(io->out_fd[s], &st) == 0 &&
+                           S_ISFIFO(st.st_mode) && io->log.fd >= 0;
+        pipes = pipes || io->journaled[s];
+    }
+    sl_error je;
+    if (!pipes)
+        return;
+    if (!c->dir || mon_journal_open(&io->journal, c->dir, c->adopted, &je) < 0) {
+        mon_log(MON_WARN, "container %s: no output journal (%s); reading output directly", c->id,
+                c->dir ? je.msg : "no directory");
+        io->journaled[0] = io->journaled[1] = false;
+        return;
+    }
+    if (c->adopted)
+        recover_output(c);
+}
+
 int mon_io_start(mon_ctr *c, sl_error *e)
 {
     mon_io *io = &c->io;
     static const sl_mwatch_cb cbs[2] = {out0_cb, out1_cb};
+    journal_start(c);
     for (int s = 0; s < 2; s++) {
-        struct stat st;
         if (io->out_fd[s] < 0)
             continue;
-        io->copied[s] = fstat(io->out_fd[s], &st) == 0 && S_ISFIFO(st.st_mode);
         io->out_w[s] = sl_mloop_watch(c->m->loop, io->out_fd[s], EPOLLIN, cbs[s], c);
         if (!io->out_w[s])
             return sl_error_set(e, errno, "watch output");
@@ -362,6 +377,7 @@ void mon_io_fini(mon_ctr *c, const char *why)
         io->out_fd[s] = -1;
     }
     close_stdin(c);
+    mon_journal_close(&io->journal);
     sl_bufq_fini(&io->in_q);
     if (io->log.pend[0])
         sl_mon_log_close(&io->log);

@@ -195,6 +195,33 @@ static void test_streams_interleave(void **state)
     free(out);
 }
 
+/* In steps: queued is exactly what push writes (the output journal notes
+ * the log's end before the write from it). */
+static void test_queued_then_pushed(void **state)
+{
+    (void)state;
+    sl_mon_log l;
+    sl_error e;
+    size_t len = 0;
+    assert_int_equal(sl_mon_log_open(&l, path_of("q.log"), 4, &e), 0);
+    sl_mon_log_add(&l, 0, "ab\r\nlonger\ntail", 15, TS);
+    sl_mon_log_cut(&l, 0, TS);
+    size_t queued = sl_mon_log_queued(&l);
+    char *out = slurp(path_of("q.log"), &len);
+    assert_int_equal(len, 0);
+    free(out);
+    sl_mon_log_push(&l);
+    assert_int_equal(sl_mon_log_queued(&l), 0);
+    sl_mon_log_close(&l);
+    out = slurp(path_of("q.log"), &len);
+    assert_int_equal(len, queued);
+    assert_string_equal(out, "2016-10-06T00:17:09.669794202Z stdout F ab\n"
+                             "2016-10-06T00:17:09.669794202Z stdout P long\n"
+                             "2016-10-06T00:17:09.669794202Z stdout F er\n"
+                             "2016-10-06T00:17:09.669794202Z stdout P tail\n");
+    free(out);
+}
+
 static void test_reopen_after_rotation(void **state)
 {
     (void)state;
@@ -336,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_every_split),
         cmocka_unit_test(test_default_line_max),
         cmocka_unit_test(test_streams_interleave),
+        cmocka_unit_test(test_queued_then_pushed),
         cmocka_unit_test(test_reopen_after_rotation),
         cmocka_unit_test(test_reopen_failure_keeps_file),
         cmocka_unit_test(test_no_log_and_full_disk),
