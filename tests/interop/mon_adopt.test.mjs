@@ -172,7 +172,7 @@ describe('a pod monitor killed mid-stream is replaced and adopts its containers'
 // logged a read twice, and a kill inside the write tore a record. Now
 // nothing may be lost, repeated or torn.
 describe('a pod monitor killed again and again while its container writes flat out', { skip }, () => {
-  const KILLS = 5;
+  const KILLS = 6;
   const GROWTH = 256 * 1024; // bytes logged between two kills
   let sd;
   let pod;
@@ -190,8 +190,8 @@ describe('a pod monitor killed again and again while its container writes flat o
   const size = (file) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
 
   // Stops the monitor at an instant its journal holds a chunk taken from
-  // the pipe (every kill then hits a chunk between taking and logging, or
-  // inside its log write).
+  // the pipe (the kill then hits a chunk between taking and logging, or
+  // between its log write and letting it go).
   async function stopHolding(mon) {
     const journal = path.join(sd.runDir, 'pods', pod.id, 'ctr', writer, 'stdout.journal');
     for (let tries = 0; ; tries++) {
@@ -213,7 +213,8 @@ describe('a pod monitor killed again and again while its container writes flat o
       if (k === KILLS)
         break;
       const mon = monPid();
-      await stopHolding(mon);
+      if (k % 2 === 0) // a stopped process is never inside a syscall: odd kills may tear a write
+        await stopHolding(mon);
       process.kill(mon, 'SIGKILL');
       await waitFor(async () => monPid() !== mon && (await podState(sd, pod.id)) === 'SANDBOX_READY',
         `kill ${k}: adopted`);
@@ -223,7 +224,7 @@ describe('a pod monitor killed again and again while its container writes flat o
       .matchAll(/bytes of stdout the last monitor took are logged now \((\d+) bytes of their/g)];
     const again = recovered.length;
     const torn = recovered.filter((m) => m[1] !== '0').length;
-    assert.ok(again >= 1, `of ${KILLS} kills with a chunk in the journal, none was logged again`);
+    assert.ok(again >= 1, `of ${KILLS / 2} kills with a chunk in the journal, none was logged again`);
     await sd.rt.StopContainer({ container_id: writer, timeout: 0 });
     const { lines, bad, count } = numbers(file);
     assert.equal(bad, -1, `line ${bad}: ${JSON.stringify(lines.slice(bad - 2, bad + 3))} ` +
