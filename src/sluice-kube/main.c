@@ -313,7 +313,7 @@ static int print_kubeconfig(const sk_config *cfg)
 static void runtime_name(sk_server *srv)
 {
     snprintf(srv->runtime_name, sizeof srv->runtime_name, "cri");
-    sl_cri_err err;
+    sl_error err;
     sl_cri_client *cli = sk_cri_get(srv, &err);
     Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
     Runtime__V1__VersionResponse *r = NULL;
@@ -327,7 +327,7 @@ static void runtime_name(sk_server *srv)
         fprintf(stderr, "sluice-kube: warning: CRI Version on %s: %s\n", srv->cfg.endpoint,
                 err.msg);
     }
-    sk_cri_put(srv, cli, !cli || err.local);
+    sk_cri_put(srv, cli, !cli || sl_cri_is_local(&err));
 }
 
 static void on_connection(uv_stream_t *l, int status)

@@ -150,10 +150,10 @@ ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMe
  * or CTL_NOT_CONNECTED; e is set whenever the call failed. */
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e);
+                 uint32_t timeout_ms, sl_error *err, sl_error *e);
 /* The error of a failed call as the user reads it: the method, what
  * failed, and a hint where one helps (e->code: the gRPC status). */
-void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e);
+void ctl_call_error(ctl *c, const char *method, const sl_error *err, sl_error *e);
 /* A server-streaming RuntimeService call without deadline, until the
  * runtime ends it (0) or cb does (0); -1 with e set. */
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
