@@ -202,8 +202,6 @@ ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j
                                   sl_error *e);
 /* The field of d named key (proto name or lowerCamelCase), or NULL. */
 const ProtobufCFieldDescriptor *ctl_pb_field(const ProtobufCMessageDescriptor *d, const char *key);
-/* A map<string, X> field (a repeated *Entry message with key and value). */
-bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f);
 
 /* ---- pod/container config files (docload.c) ----
  * Reads a config file into a message of d allocated in a: JSON when its
