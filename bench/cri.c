@@ -27,7 +27,7 @@ typedef struct podcfg {
 static int call(bn_rt *rt, const char *path, const void *req, const ProtobufCMessageDescriptor *d,
                 void **resp)
 {
-    sl_cri_err e;
+    sl_error e;
     ProtobufCMessage *r = NULL;
     int rc = sl_cri_client_call(rt->cri, path, req, d, &r, BN_CALL_TIMEOUT_MS, &e);
     if (rc != SL_CRI_OK) {
@@ -206,7 +206,7 @@ static int start_pf_ctr(bn_ctx *c, bn_rt *rt)
 
 int bn_rt_setup(bn_ctx *c, bn_rt *rt)
 {
-    sl_cri_err e;
+    sl_error e;
     if (sl_cri_client_connect(rt->endpoint, BN_CALL_TIMEOUT_MS, &rt->cri, &e) < 0) {
         bn_error("%s: connect %s: %s", rt->name, rt->endpoint, e.msg);
         return -1;

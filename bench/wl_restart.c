@@ -46,7 +46,7 @@ static int reconnect(bn_rt *rt)
 {
     sl_cri_client_free(rt->cri);
     rt->cri = NULL;
-    sl_cri_err e = {0};
+    sl_error e = {0};
     for (int i = 0; i < RESTART_CONNECT_TRIES; i++) {
         if (sl_cri_client_connect(rt->endpoint, BN_CALL_TIMEOUT_MS, &rt->cri, &e) == 0)
             return 0;

@@ -40,7 +40,7 @@ typedef struct call {
     /* server streaming: messages go to scb as they complete */
     const sl_cri_stream_cb *scb;
     const ProtobufCMessageDescriptor *desc;
-    sl_cri_err stream_err; /* why delivery stopped, when it did */
+    sl_error stream_err; /* why delivery stopped, when it did */
     bool stream_failed, stream_stopped;
 } call;
 
@@ -50,22 +50,25 @@ struct sl_cri_client {
     nghttp2_session *h2;
     call *cur;
     bool broken;
-    sl_cri_err broken_err;
+    sl_error broken_err;
     uint8_t *obuf; /* bytes from nghttp2 not yet written */
     size_t olen, ooff, ocap;
 };
 
-static void set_err(sl_cri_err *err, int code, bool local, const char *fmt, ...)
+/* Fills *err with a gRPC code and a complete message (the errno text is in
+ * the format where it helps); errnum is 0 for the runtime's answers. */
+static int fail(sl_error *err, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-static void set_err(sl_cri_err *err, int code, bool local, const char *fmt, ...)
+static int fail(sl_error *err, int code, int errnum, const char *fmt, ...)
 {
     err->code = code;
-    err->local = local;
+    err->errnum = errnum;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    return -1;
 }
 
 static int64_t now_ms(void)
@@ -73,6 +76,16 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool sl_cri_is_local(const sl_error *err)
+{
+    return err->errnum != 0;
+}
+
+bool sl_cri_transport_failed(const sl_error *err)
+{
+    return err->errnum != 0 && err->code == SL_CRI_UNAVAILABLE;
 }
 
 const char *sl_cri_code_name(int code)
@@ -217,14 +230,14 @@ static ssize_t read_req(nghttp2_session *s, int32_t stream_id, uint8_t *buf, siz
 
 /* ---- socket pump --------------------------------------------------------- */
 
-static void mark_broken(sl_cri_client *c, const sl_cri_err *err)
+static void mark_broken(sl_cri_client *c, const sl_error *err)
 {
     c->broken = true;
     c->broken_err = *err;
 }
 
 /* Gathers pending frames from nghttp2 into obuf. */
-static int gather(sl_cri_client *c, sl_cri_err *err)
+static int gather(sl_cri_client *c, sl_error *err)
 {
     if (c->ooff == c->olen)
         c->ooff = c->olen = 0;
@@ -232,7 +245,7 @@ static int gather(sl_cri_client *c, sl_cri_err *err)
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(c->h2, &data);
         if (n < 0) {
-            set_err(err, SL_CRI_INTERNAL, true, "HTTP/2 error: %s", nghttp2_strerror((int)n));
+            fail(err, SL_CRI_INTERNAL, EPROTO, "HTTP/2 error: %s", nghttp2_strerror((int)n));
             return -1;
         }
         if (n == 0)
@@ -241,7 +254,7 @@ static int gather(sl_cri_client *c, sl_cri_err *err)
             size_t cap = c->olen + (size_t)n > 2 * c->ocap ? c->olen + (size_t)n : 2 * c->ocap;
             uint8_t *nb = realloc(c->obuf, cap);
             if (!nb) {
-                set_err(err, SL_CRI_INTERNAL, true, "out of memory");
+                fail(err, SL_CRI_INTERNAL, ENOMEM, "out of memory");
                 return -1;
             }
             c->obuf = nb;
@@ -253,41 +266,41 @@ static int gather(sl_cri_client *c, sl_cri_err *err)
     return 0;
 }
 
-static int write_some(sl_cri_client *c, sl_cri_err *err)
+static int write_some(sl_cri_client *c, sl_error *err)
 {
     ssize_t n = send(c->fd, c->obuf + c->ooff, c->olen - c->ooff, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
-        set_err(err, SL_CRI_UNAVAILABLE, true,
-                "the runtime at %s closed the connection (%s; did it stop or restart?)",
-                c->endpoint, strerror(errno));
+        fail(err, SL_CRI_UNAVAILABLE, errno,
+             "the runtime at %s closed the connection (%s; did it stop or restart?)", c->endpoint,
+             strerror(errno));
         return -1;
     }
     if (n < 0) {
-        set_err(err, SL_CRI_UNAVAILABLE, true, "writing to %s: %s", c->endpoint, strerror(errno));
+        fail(err, SL_CRI_UNAVAILABLE, errno, "writing to %s: %s", c->endpoint, strerror(errno));
         return -1;
     }
     c->ooff += (size_t)n;
     return 0;
 }
 
-static int read_some(sl_cri_client *c, sl_cri_err *err)
+static int read_some(sl_cri_client *c, sl_error *err)
 {
     uint8_t buf[READ_CHUNK];
     ssize_t n = recv(c->fd, buf, sizeof buf, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
     if (n <= 0) {
-        set_err(err, SL_CRI_UNAVAILABLE, true,
-                "the runtime at %s closed the connection%s%s (did it stop or restart?)",
-                c->endpoint, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+        fail(err, SL_CRI_UNAVAILABLE, n < 0 ? errno : ECONNRESET,
+             "the runtime at %s closed the connection%s%s (did it stop or restart?)", c->endpoint,
+             n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
         return -1;
     }
     ssize_t rv = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
     if (rv < 0) {
-        set_err(err, SL_CRI_INTERNAL, true, "the runtime at %s broke HTTP/2: %s", c->endpoint,
-                nghttp2_strerror((int)rv));
+        fail(err, SL_CRI_INTERNAL, EPROTO, "the runtime at %s broke HTTP/2: %s", c->endpoint,
+             nghttp2_strerror((int)rv));
         return -1;
     }
     return 0;
@@ -303,7 +316,7 @@ static size_t lpm_len(const uint8_t *p)
 static void stream_fail(call *cl, int code, const char *fmt, size_t n)
 {
     cl->stream_failed = true;
-    set_err(&cl->stream_err, code, false, fmt, cl->path, n);
+    fail(&cl->stream_err, code, 0, fmt, cl->path, n);
 }
 
 /* Hands every complete message in cl->body to the stream's callback and
@@ -356,7 +369,7 @@ static bool stream_halted(call *cl)
 /* Runs I/O until cl closes (or, with cl NULL, until everything is written),
  * the deadline passes (returns 1), a stream is halted (2) or the
  * connection fails (-1, *err). */
-static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
+static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_error *err)
 {
     for (;;) {
         if (cl && cl->scb && stream_halted(cl))
@@ -369,8 +382,8 @@ static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
         if (!cl && !pending)
             return 0;
         if (!pending && !nghttp2_session_want_read(c->h2)) {
-            set_err(err, SL_CRI_UNAVAILABLE, true,
-                    "the runtime at %s ended the HTTP/2 session (GOAWAY)", c->endpoint);
+            fail(err, SL_CRI_UNAVAILABLE, ECONNRESET,
+                 "the runtime at %s ended the HTTP/2 session (GOAWAY)", c->endpoint);
             return -1;
         }
         int64_t left = deadline - now_ms();
@@ -380,7 +393,7 @@ static int pump(sl_cri_client *c, call *cl, int64_t deadline, sl_cri_err *err)
         int64_t cap = cl && cl->scb ? SL_CRI_STREAM_TICK_MS : 60000;
         int r = poll(&p, 1, (int)(left > cap ? cap : left));
         if (r < 0 && errno != EINTR) {
-            set_err(err, SL_CRI_INTERNAL, true, "poll: %s", strerror(errno));
+            fail(err, SL_CRI_INTERNAL, errno, "poll: %s", strerror(errno));
             return -1;
         }
         if (r <= 0)
@@ -407,7 +420,7 @@ static const char *endpoint_path(const char *ep)
     return NULL;
 }
 
-static int wait_connected(int fd, const char *ep, uint32_t timeout_ms, sl_cri_err *err)
+static int wait_connected(int fd, const char *ep, uint32_t timeout_ms, sl_error *err)
 {
     struct pollfd p = {.fd = fd, .events = POLLOUT};
     int r;
@@ -415,43 +428,43 @@ static int wait_connected(int fd, const char *ep, uint32_t timeout_ms, sl_cri_er
         r = poll(&p, 1, (int)timeout_ms);
     while (r < 0 && errno == EINTR);
     if (r == 0) {
-        set_err(err, SL_CRI_UNAVAILABLE, true, "connecting to %s: timed out after %u ms", ep,
-                timeout_ms);
+        fail(err, SL_CRI_UNAVAILABLE, ETIMEDOUT, "connecting to %s: timed out after %u ms", ep,
+             timeout_ms);
         return -1;
     }
     int soerr = 0;
     socklen_t sl = sizeof soerr;
     if (r < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
-        set_err(err, SL_CRI_UNAVAILABLE, true, "connecting to %s: %s", ep,
-                strerror(soerr ? soerr : errno));
+        fail(err, SL_CRI_UNAVAILABLE, soerr ? soerr : errno, "connecting to %s: %s", ep,
+             strerror(soerr ? soerr : errno));
         return -1;
     }
     return 0;
 }
 
-static int open_socket(const char *ep, uint32_t timeout_ms, sl_cri_err *err)
+static int open_socket(const char *ep, uint32_t timeout_ms, sl_error *err)
 {
     const char *path = endpoint_path(ep);
     if (!path || path[0] != '/') {
-        set_err(err, SL_CRI_UNAVAILABLE, true,
-                "endpoint %s: only unix sockets are supported (unix:///path/to/socket)", ep);
+        fail(err, SL_CRI_UNAVAILABLE, EINVAL,
+             "endpoint %s: only unix sockets are supported (unix:///path/to/socket)", ep);
         return -1;
     }
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(path) > SL_CRI_MAX_SOCKET_PATH) {
-        set_err(err, SL_CRI_UNAVAILABLE, true, "endpoint %s: socket path longer than %u bytes", ep,
-                SL_CRI_MAX_SOCKET_PATH);
+        fail(err, SL_CRI_UNAVAILABLE, ENAMETOOLONG, "endpoint %s: socket path longer than %u bytes",
+             ep, SL_CRI_MAX_SOCKET_PATH);
         return -1;
     }
     memcpy(sa.sun_path, path, strlen(path));
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        set_err(err, SL_CRI_UNAVAILABLE, true, "socket: %s", strerror(errno));
+        fail(err, SL_CRI_UNAVAILABLE, errno, "socket: %s", strerror(errno));
         return -1;
     }
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
         if (errno != EINPROGRESS && errno != EAGAIN) {
-            set_err(err, SL_CRI_UNAVAILABLE, true, "connecting to %s: %s", ep, strerror(errno));
+            fail(err, SL_CRI_UNAVAILABLE, errno, "connecting to %s: %s", ep, strerror(errno));
             close(fd);
             return -1;
         }
@@ -463,11 +476,11 @@ static int open_socket(const char *ep, uint32_t timeout_ms, sl_cri_err *err)
     return fd;
 }
 
-static int start_session(sl_cri_client *c, sl_cri_err *err)
+static int start_session(sl_cri_client *c, sl_error *err)
 {
     nghttp2_session_callbacks *cbs;
     if (nghttp2_session_callbacks_new(&cbs) != 0) {
-        set_err(err, SL_CRI_INTERNAL, true, "out of memory");
+        fail(err, SL_CRI_INTERNAL, ENOMEM, "out of memory");
         return -1;
     }
     nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
@@ -476,7 +489,7 @@ static int start_session(sl_cri_client *c, sl_cri_err *err)
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0) {
-        set_err(err, SL_CRI_INTERNAL, true, "nghttp2: %s", nghttp2_strerror(rv));
+        fail(err, SL_CRI_INTERNAL, EPROTO, "nghttp2: %s", nghttp2_strerror(rv));
         return -1;
     }
     const nghttp2_settings_entry iv[] = {
@@ -488,16 +501,16 @@ static int start_session(sl_cri_client *c, sl_cri_err *err)
         rv = nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0,
                                                    (int32_t)SL_CRI_WINDOW_SIZE);
     if (rv != 0) {
-        set_err(err, SL_CRI_INTERNAL, true, "nghttp2: %s", nghttp2_strerror(rv));
+        fail(err, SL_CRI_INTERNAL, EPROTO, "nghttp2: %s", nghttp2_strerror(rv));
         return -1;
     }
     return 0;
 }
 
 int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_client **out,
-                          sl_cri_err *err)
+                          sl_error *err)
 {
-    set_err(err, SL_CRI_OK, false, "%s", "");
+    sl_error_clear(err);
     *out = NULL;
     if (timeout_ms == 0)
         timeout_ms = SL_CRI_DEFAULT_TIMEOUT_MS;
@@ -506,7 +519,7 @@ int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_clie
     if (c)
         c->fd = -1;
     if (!c || !(c->endpoint = strdup(endpoint))) {
-        set_err(err, SL_CRI_INTERNAL, true, "out of memory");
+        fail(err, SL_CRI_INTERNAL, ENOMEM, "out of memory");
         sl_cri_client_free(c);
         return -1;
     }
@@ -518,8 +531,8 @@ int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_clie
     int r = pump(c, NULL, deadline, err);
     if (r != 0) {
         if (r > 0)
-            set_err(err, SL_CRI_UNAVAILABLE, true, "connecting to %s: timed out after %u ms",
-                    endpoint, timeout_ms);
+            fail(err, SL_CRI_UNAVAILABLE, ETIMEDOUT, "connecting to %s: timed out after %u ms",
+                 endpoint, timeout_ms);
         sl_cri_client_free(c);
         return -1;
     }
@@ -532,7 +545,7 @@ bool sl_cri_client_usable(sl_cri_client *c)
     if (c->broken)
         return false;
     struct pollfd p = {.fd = c->fd, .events = POLLIN};
-    sl_cri_err err;
+    sl_error err;
     for (int i = 0; i < IDLE_READS_MAX && poll(&p, 1, 0) > 0; i++)
         if (!(p.revents & POLLIN) || read_some(c, &err) < 0)
             return false; /* closed, or an error while it idled */
@@ -550,7 +563,7 @@ void sl_cri_client_free(sl_cri_client *c)
         return;
     if (c->h2 && !c->broken && c->fd >= 0) {
         /* Best effort: tell the server we are done, without waiting. */
-        sl_cri_err e;
+        sl_error e;
         nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
         if (gather(c, &e) == 0 && c->ooff < c->olen)
             (void)write_some(c, &e);
@@ -565,18 +578,18 @@ void sl_cri_client_free(sl_cri_client *c)
 
 /* ---- calls --------------------------------------------------------------- */
 
-static int make_request(call *cl, const ProtobufCMessage *req, sl_cri_err *err)
+static int make_request(call *cl, const ProtobufCMessage *req, sl_error *err)
 {
     size_t n = protobuf_c_message_get_packed_size(req);
     if (n > SL_CRI_MAX_SEND_MESSAGE) {
-        set_err(err, SL_CRI_RESOURCE_EXHAUSTED, true,
-                "request to %s is %zu bytes, more than the %u allowed", cl->path, n,
-                SL_CRI_MAX_SEND_MESSAGE);
+        fail(err, SL_CRI_RESOURCE_EXHAUSTED, EMSGSIZE,
+             "request to %s is %zu bytes, more than the %u allowed", cl->path, n,
+             SL_CRI_MAX_SEND_MESSAGE);
         return -1;
     }
     cl->req = malloc(LPM_HEADER + n + 1);
     if (!cl->req) {
-        set_err(err, SL_CRI_INTERNAL, true, "out of memory");
+        fail(err, SL_CRI_INTERNAL, ENOMEM, "out of memory");
         return -1;
     }
     cl->req[0] = 0;
@@ -594,7 +607,7 @@ static int make_request(call *cl, const ProtobufCMessage *req, sl_cri_err *err)
         (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NO_COPY_NAME     \
     }
 
-static int submit(sl_cri_client *c, call *cl, uint32_t timeout_ms, sl_cri_err *err)
+static int submit(sl_cri_client *c, call *cl, uint32_t timeout_ms, sl_error *err)
 {
     char tmo[10];
     sl_cri_format_timeout(timeout_ms, tmo);
@@ -612,7 +625,7 @@ static int submit(sl_cri_client *c, call *cl, uint32_t timeout_ms, sl_cri_err *e
     nghttp2_data_provider dp = {.source.ptr = cl, .read_callback = read_req};
     int32_t id = nghttp2_submit_request(c->h2, NULL, hdrs, nh, &dp, c);
     if (id < 0) {
-        set_err(err, SL_CRI_INTERNAL, true, "submitting %s: %s", cl->path, nghttp2_strerror(id));
+        fail(err, SL_CRI_INTERNAL, EPROTO, "submitting %s: %s", cl->path, nghttp2_strerror(id));
         return -1;
     }
     cl->stream_id = id;
@@ -635,75 +648,74 @@ static int rst_to_code(uint32_t rst)
 }
 
 /* Checks the answer's headers; 0 when it is a gRPC answer with a status. */
-static int check_answer(const call *cl, sl_cri_err *err)
+static int check_answer(const call *cl, sl_error *err)
 {
     if (cl->too_large) {
-        set_err(err, SL_CRI_RESOURCE_EXHAUSTED, true, "the answer to %s is larger than %u bytes",
-                cl->path, SL_CRI_MAX_RECV_MESSAGE);
+        fail(err, SL_CRI_RESOURCE_EXHAUSTED, EMSGSIZE, "the answer to %s is larger than %u bytes",
+             cl->path, SL_CRI_MAX_RECV_MESSAGE);
         return -1;
     }
     if (cl->grpc_status < 0 && cl->rst_code != NGHTTP2_NO_ERROR) {
-        set_err(err, rst_to_code(cl->rst_code), false, "the runtime reset the %s call (HTTP/2 %s)",
-                cl->path, nghttp2_http2_strerror(cl->rst_code));
+        fail(err, rst_to_code(cl->rst_code), 0, "the runtime reset the %s call (HTTP/2 %s)",
+             cl->path, nghttp2_http2_strerror(cl->rst_code));
         return -1;
     }
     if (cl->http_status != 200) {
-        set_err(err, sl_cri_http_to_code(cl->http_status), false,
-                "the runtime answered %s with HTTP status %d instead of gRPC (is the endpoint a "
-                "CRI socket?)",
-                cl->path, cl->http_status);
+        fail(err, sl_cri_http_to_code(cl->http_status), 0,
+             "the runtime answered %s with HTTP status %d instead of gRPC (is the endpoint a "
+             "CRI socket?)",
+             cl->path, cl->http_status);
         return -1;
     }
     if (strncmp(cl->content_type, "application/grpc", 16) != 0) {
-        set_err(err, SL_CRI_UNKNOWN, false,
-                "the answer to %s has content-type \"%s\", not application/grpc", cl->path,
-                cl->content_type);
+        fail(err, SL_CRI_UNKNOWN, 0,
+             "the answer to %s has content-type \"%s\", not application/grpc", cl->path,
+             cl->content_type);
         return -1;
     }
     if (cl->grpc_status < 0) {
-        set_err(err, SL_CRI_INTERNAL, false, "the answer to %s carries no grpc-status", cl->path);
+        fail(err, SL_CRI_INTERNAL, 0, "the answer to %s carries no grpc-status", cl->path);
         return -1;
     }
     return 0;
 }
 
 static int decode(const call *cl, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **resp,
-                  sl_cri_err *err)
+                  sl_error *err)
 {
     if (cl->body_len < LPM_HEADER) {
-        set_err(err, SL_CRI_INTERNAL, false, "the answer to %s has no message", cl->path);
+        fail(err, SL_CRI_INTERNAL, 0, "the answer to %s has no message", cl->path);
         return -1;
     }
     if (cl->body[0] != 0) {
-        set_err(err, SL_CRI_INTERNAL, false,
-                "the answer to %s is compressed, which this client does not support", cl->path);
+        fail(err, SL_CRI_INTERNAL, 0,
+             "the answer to %s is compressed, which this client does not support", cl->path);
         return -1;
     }
     size_t n = (size_t)cl->body[1] << 24 | (size_t)cl->body[2] << 16 | (size_t)cl->body[3] << 8 |
                cl->body[4];
     if (n != cl->body_len - LPM_HEADER) {
-        set_err(err, SL_CRI_INTERNAL, false,
-                "the answer to %s is malformed: message of %zu bytes in %zu bytes of data",
-                cl->path, n, cl->body_len - LPM_HEADER);
+        fail(err, SL_CRI_INTERNAL, 0,
+             "the answer to %s is malformed: message of %zu bytes in %zu bytes of data", cl->path,
+             n, cl->body_len - LPM_HEADER);
         return -1;
     }
     *resp = protobuf_c_message_unpack(desc, NULL, n, cl->body + LPM_HEADER);
     if (!*resp) {
-        set_err(err, SL_CRI_INTERNAL, false, "could not decode the answer to %s (%zu bytes)",
-                cl->path, n);
+        fail(err, SL_CRI_INTERNAL, 0, "could not decode the answer to %s (%zu bytes)", cl->path, n);
         return -1;
     }
     return 0;
 }
 
 static int finish(call *cl, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **resp,
-                  sl_cri_err *err)
+                  sl_error *err)
 {
     if (check_answer(cl, err) < 0)
         return err->code;
     if (cl->grpc_status != SL_CRI_OK) {
-        set_err(err, cl->grpc_status, false, "%s",
-                cl->grpc_msg[0] ? cl->grpc_msg : sl_cri_code_name(cl->grpc_status));
+        fail(err, cl->grpc_status, 0, "%s",
+             cl->grpc_msg[0] ? cl->grpc_msg : sl_cri_code_name(cl->grpc_status));
         return err->code;
     }
     if (decode(cl, desc, resp, err) < 0)
@@ -714,7 +726,7 @@ static int finish(call *cl, const ProtobufCMessageDescriptor *desc, ProtobufCMes
 /* Cancels the call's stream after a deadline, flushing what we can now. */
 static void cancel(sl_cri_client *c, call *cl)
 {
-    sl_cri_err e;
+    sl_error e;
     if (!cl->closed)
         nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, cl->stream_id, NGHTTP2_CANCEL);
     if (gather(c, &e) == 0 && c->ooff < c->olen)
@@ -723,10 +735,10 @@ static void cancel(sl_cri_client *c, call *cl)
 
 int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                       uint32_t timeout_ms, sl_cri_err *err)
+                       uint32_t timeout_ms, sl_error *err)
 {
     *resp = NULL;
-    set_err(err, SL_CRI_OK, false, "%s", "");
+    sl_error_clear(err);
     if (c->broken) {
         *err = c->broken_err;
         return err->code;
@@ -747,8 +759,8 @@ int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessag
         rc = err->code;
     } else if (r > 0) {
         cancel(c, &cl);
-        set_err(err, SL_CRI_DEADLINE_EXCEEDED, true, "%s: no answer within %u ms", path,
-                timeout_ms);
+        fail(err, SL_CRI_DEADLINE_EXCEEDED, ETIMEDOUT, "%s: no answer within %u ms", path,
+             timeout_ms);
         rc = err->code;
     } else {
         rc = finish(&cl, resp_desc, resp, err);
@@ -761,7 +773,7 @@ int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessag
 
 /* The end of a stream that closed: what is left must be nothing, and the
  * status is the server's. */
-static int stream_finish(call *cl, sl_cri_err *err)
+static int stream_finish(call *cl, sl_error *err)
 {
     deliver(cl);
     if (cl->stream_failed) {
@@ -771,14 +783,14 @@ static int stream_finish(call *cl, sl_cri_err *err)
     if (check_answer(cl, err) < 0)
         return err->code;
     if (cl->grpc_status != SL_CRI_OK) {
-        set_err(err, cl->grpc_status, false, "%s",
-                cl->grpc_msg[0] ? cl->grpc_msg : sl_cri_code_name(cl->grpc_status));
+        fail(err, cl->grpc_status, 0, "%s",
+             cl->grpc_msg[0] ? cl->grpc_msg : sl_cri_code_name(cl->grpc_status));
         return err->code;
     }
     if (cl->body_len) {
-        set_err(err, SL_CRI_INTERNAL, false,
-                "the stream of %s ended inside a message (%zu bytes of it came)", cl->path,
-                cl->body_len);
+        fail(err, SL_CRI_INTERNAL, 0,
+             "the stream of %s ended inside a message (%zu bytes of it came)", cl->path,
+             cl->body_len);
         return err->code;
     }
     return SL_CRI_OK;
@@ -786,9 +798,9 @@ static int stream_finish(call *cl, sl_cri_err *err)
 
 int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
                          const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
-                         uint32_t timeout_ms, sl_cri_err *err)
+                         uint32_t timeout_ms, sl_error *err)
 {
-    set_err(err, SL_CRI_OK, false, "%s", "");
+    sl_error_clear(err);
     if (c->broken) {
         *err = c->broken_err;
         return err->code;
@@ -807,7 +819,8 @@ int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMess
         rc = err->code;
     } else if (r == 1) {
         cancel(c, &cl);
-        set_err(err, SL_CRI_DEADLINE_EXCEEDED, true, "%s: not over within %u ms", path, timeout_ms);
+        fail(err, SL_CRI_DEADLINE_EXCEEDED, ETIMEDOUT, "%s: not over within %u ms", path,
+             timeout_ms);
         rc = err->code;
     } else if (r == 2 && cl.stream_failed) {
         cancel(c, &cl);
@@ -815,7 +828,7 @@ int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMess
         rc = err->code;
     } else if (r == 2) {
         cancel(c, &cl);
-        set_err(err, SL_CRI_CANCELLED, true, "%s: ended by the client", path);
+        fail(err, SL_CRI_CANCELLED, ECANCELED, "%s: ended by the client", path);
         rc = err->code;
     } else {
         rc = stream_finish(&cl, err);

@@ -5,10 +5,16 @@
  * server as grpc-timeout). Server-streaming calls deliver each message as it
  * arrives. Used by sluicectl and the kube front.
  *
- * Errors never leave the caller with a bare "EOF": every failure fills an
- * sl_cri_err with a gRPC status code and one line saying what happened.
- * Transport failures use UNAVAILABLE (cannot connect, connection lost) or
- * DEADLINE_EXCEEDED, with err->local set, as grpc-go reports them.
+ * Errors never leave the caller with a bare "EOF": every failure fills the
+ * caller's sl_error (src/common/sys_error.h) with the gRPC status in
+ * e->code and one complete line in e->msg, for the caller to wrap and its
+ * main to print once. e->errnum tells whose failure it is: non-zero when
+ * it is ours or the connection's (the errno, or a stand-in: ETIMEDOUT for
+ * a deadline, ECANCELED for a stream the caller ended, EMSGSIZE for a
+ * message over a limit, EPROTO for broken HTTP/2, ECONNRESET for a closed
+ * connection), 0 when it is the runtime's answer. Transport failures use
+ * UNAVAILABLE (cannot connect, connection lost) or DEADLINE_EXCEEDED, as
+ * grpc-go reports them.
  *
  * No globals: distinct clients may be used from distinct threads at once;
  * one client is used by one thread at a time. Writes use MSG_NOSIGNAL. */
@@ -20,6 +26,7 @@
 #include <stdint.h>
 #include <protobuf-c/protobuf-c.h>
 #include "grpc_code.h"
+#include "sys_error.h"
 
 #define SL_CRI_DEFAULT_TIMEOUT_MS 2000u
 /* Largest response message accepted (the kubelet's cri-client limit). */
@@ -28,8 +35,8 @@
 #define SL_CRI_MAX_SEND_MESSAGE (16u * 1024 * 1024)
 /* HTTP/2 windows we advertise, so a 16 MiB answer needs few round trips. */
 #define SL_CRI_WINDOW_SIZE (16u * 1024 * 1024)
-/* Bytes of an error message kept (grpc-message or our own text). */
-#define SL_CRI_MAX_ERR 1024u
+/* Bytes of a runtime's grpc-message kept (an sl_error's message size). */
+#define SL_CRI_MAX_ERR SL_SYS_ERROR_MAX
 /* Longest endpoint path (sockaddr_un.sun_path less the NUL). */
 #define SL_CRI_MAX_SOCKET_PATH 107u
 #define SL_CRI_USER_AGENT "sluice-cri-client/0.1"
@@ -56,12 +63,6 @@ enum {
     SL_CRI_UNAUTHENTICATED = SL_GRPC_UNAUTHENTICATED,
 };
 
-typedef struct sl_cri_err {
-    int code;   /* gRPC status code; SL_CRI_OK when there was no error */
-    bool local; /* the failure is ours or the connection's, not the server's answer */
-    char msg[SL_CRI_MAX_ERR];
-} sl_cri_err;
-
 typedef struct sl_cri_client sl_cri_client;
 
 /* Connects to endpoint ("unix:///abs/path", "unix:/abs/path" or "/abs/path")
@@ -69,18 +70,19 @@ typedef struct sl_cri_client sl_cri_client;
  * preface. Returns 0 and *out, or -1 with *err (UNAVAILABLE, local: bad
  * endpoint, no socket, refused; the message names the endpoint). */
 int sl_cri_client_connect(const char *endpoint, uint32_t timeout_ms, sl_cri_client **out,
-                          sl_cri_err *err);
+                          sl_error *err);
 
 /* Calls the unary method path ("/runtime.v1.RuntimeService/Version") with
  * req and waits up to timeout_ms (0 = SL_CRI_DEFAULT_TIMEOUT_MS) for the
  * answer. On SL_CRI_OK *resp is the decoded answer (free it with
- * protobuf_c_message_free_unpacked(*resp, NULL)); otherwise *resp is NULL.
- * Returns the gRPC status, also stored in err->code with the message.
- * After a transport failure (err->local and UNAVAILABLE) the client is
- * broken: every later call fails the same way. */
+ * protobuf_c_message_free_unpacked(*resp, NULL)) and *err is clear;
+ * otherwise *resp is NULL. Returns the gRPC status, also stored in
+ * err->code with the message. After a transport failure
+ * (sl_cri_transport_failed) the client is broken: every later call fails
+ * the same way. */
 int sl_cri_client_call(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
                        const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                       uint32_t timeout_ms, sl_cri_err *err);
+                       uint32_t timeout_ms, sl_error *err);
 
 /* A server-streaming call (GetContainerEvents): on_msg gets every message
  * as it is decoded (the client frees it when on_msg returns; a non-zero
@@ -98,13 +100,20 @@ typedef struct sl_cri_stream_cb {
  * messages to cb until the server ends the stream, cb ends it, or
  * timeout_ms pass (0 = no deadline, and no grpc-timeout is sent). Returns
  * the final gRPC status: SL_CRI_OK when the server ended the stream with
- * OK; SL_CRI_CANCELLED (err->local) when cb ended it (the stream is reset,
+ * OK; SL_CRI_CANCELLED (err->errnum ECANCELED) when cb ended it (the stream is reset,
  * the connection stays usable); otherwise as sl_cri_client_call. A
  * message larger than SL_CRI_MAX_RECV_MESSAGE ends the call with
  * RESOURCE_EXHAUSTED. */
 int sl_cri_client_stream(sl_cri_client *c, const char *path, const ProtobufCMessage *req,
                          const ProtobufCMessageDescriptor *resp_desc, const sl_cri_stream_cb *cb,
-                         uint32_t timeout_ms, sl_cri_err *err);
+                         uint32_t timeout_ms, sl_error *err);
+
+/* Whether err is ours or the connection's rather than the runtime's
+ * answer (err->errnum != 0). */
+bool sl_cri_is_local(const sl_error *err);
+/* Whether err broke the connection (local and UNAVAILABLE): the client
+ * that returned it can only be freed. */
+bool sl_cri_transport_failed(const sl_error *err);
 
 /* Whether a client that sat idle can take a call: not after a transport
  * failure, nor once the runtime closed the connection or sent GOAWAY

@@ -5,7 +5,8 @@
  * the connection stays usable), a server that closes mid-call, answers
  * larger than the windows and than the 16 MiB limit, bad endpoints; server
  * streaming (messages split at every byte, a stream the client ends, one
- * that fails). */
+ * that fails); each error says whether it is the runtime's answer or ours
+ * (errnum). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -289,14 +290,13 @@ static sl_cri_client *connect_to(srv *x)
 {
     char ep[160];
     sl_cri_client *c = NULL;
-    sl_cri_err e;
+    sl_error e;
     snprintf(ep, sizeof ep, "unix://%s", x->path);
     assert_int_equal(sl_cri_client_connect(ep, 2000, &c, &e), 0);
     return c;
 }
 
-static int version(sl_cri_client *c, uint32_t tmo, Runtime__V1__VersionResponse **out,
-                   sl_cri_err *e)
+static int version(sl_cri_client *c, uint32_t tmo, Runtime__V1__VersionResponse **out, sl_error *e)
 {
     Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
     ProtobufCMessage *r;
@@ -312,7 +312,7 @@ typedef struct pair {
     srv *x;
     sl_cri_client *c;
     Runtime__V1__VersionResponse *v;
-    sl_cri_err e;
+    sl_error e;
 } pair;
 
 static void pair_open(pair *p, enum mode m, size_t split)
@@ -378,6 +378,8 @@ static void expect_error(enum mode m, int code, const char *substr)
     assert_int_equal(pair_version(&p, 2000), code);
     assert_null(p.v);
     assert_int_equal(p.e.code, code);
+    assert_int_equal(p.e.errnum, 0); /* the runtime's answer, not ours */
+    assert_false(sl_cri_is_local(&p.e));
     if (!strstr(p.e.msg, substr))
         fail_msg("message \"%s\" lacks \"%s\"", p.e.msg, substr);
     pair_close(&p);
@@ -400,9 +402,15 @@ static void test_deadline_then_usable(void **state)
     pair p;
     pair_open(&p, M_SILENT_ONCE, 0);
     assert_int_equal(pair_version(&p, 200), SL_CRI_DEADLINE_EXCEEDED);
-    assert_true(p.e.local);
-    assert_non_null(strstr(p.e.msg, "no answer within 200 ms"));
+    assert_int_equal(p.e.errnum, ETIMEDOUT);
+    assert_true(sl_cri_is_local(&p.e));
+    assert_false(sl_cri_transport_failed(&p.e));
+    assert_string_equal(p.e.msg, "/runtime.v1.RuntimeService/Version: no answer within 200 ms");
     assert_int_equal(pair_version(&p, 2000), SL_CRI_OK);
+    /* a call that succeeds leaves the error clear */
+    assert_int_equal(p.e.code, 0);
+    assert_int_equal(p.e.errnum, 0);
+    assert_string_equal(p.e.msg, "");
     pair_close(&p);
 }
 
@@ -412,10 +420,13 @@ static void test_server_closes(void **state)
     pair p;
     pair_open(&p, M_CLOSE, 0);
     assert_int_equal(pair_version(&p, 2000), SL_CRI_UNAVAILABLE);
-    assert_true(p.e.local);
+    assert_true(sl_cri_transport_failed(&p.e));
     assert_non_null(strstr(p.e.msg, "closed the connection"));
+    int errnum = p.e.errnum;
     /* Broken from now on, with the same explanation. */
     assert_int_equal(pair_version(&p, 2000), SL_CRI_UNAVAILABLE);
+    assert_true(sl_cri_transport_failed(&p.e));
+    assert_int_equal(p.e.errnum, errnum);
     assert_non_null(strstr(p.e.msg, "closed the connection"));
     pair_close(&p);
 }
@@ -430,6 +441,7 @@ static void test_big_answers(void **state)
     assert_int_equal(strlen(p.v->runtime_name), p.x->big_len);
     p.x->big_len = SL_CRI_MAX_RECV_MESSAGE + 1;
     assert_int_equal(pair_version(&p, 10000), SL_CRI_RESOURCE_EXHAUSTED);
+    assert_int_equal(p.e.errnum, EMSGSIZE); /* our limit, not the runtime's answer */
     assert_non_null(strstr(p.e.msg, "larger than"));
     pair_close(&p);
 }
@@ -438,17 +450,25 @@ static void test_endpoints(void **state)
 {
     (void)state;
     sl_cri_client *c;
-    sl_cri_err e;
+    sl_error e;
     assert_int_equal(sl_cri_client_connect("tcp://127.0.0.1:1", 500, &c, &e), -1);
     assert_int_equal(e.code, SL_CRI_UNAVAILABLE);
-    assert_non_null(strstr(e.msg, "only unix sockets"));
+    assert_int_equal(e.errnum, EINVAL);
+    assert_true(sl_cri_transport_failed(&e));
+    assert_string_equal(e.msg, "endpoint tcp://127.0.0.1:1: only unix sockets are supported "
+                               "(unix:///path/to/socket)");
     assert_int_equal(sl_cri_client_connect("unix:///nonexistent/x.sock", 500, &c, &e), -1);
-    assert_non_null(strstr(e.msg, "No such file or directory"));
+    assert_int_equal(e.code, SL_CRI_UNAVAILABLE);
+    assert_int_equal(e.errnum, ENOENT);
+    assert_string_equal(e.msg,
+                        "connecting to unix:///nonexistent/x.sock: No such file or directory");
     char longp[300];
     memset(longp, 'a', sizeof longp);
     memcpy(longp, "unix:///", 8);
     longp[sizeof longp - 1] = '\0';
     assert_int_equal(sl_cri_client_connect(longp, 500, &c, &e), -1);
+    assert_int_equal(e.errnum, ENAMETOOLONG);
+    assert_true(sl_cri_transport_failed(&e));
     assert_non_null(strstr(e.msg, "longer than"));
 }
 
@@ -509,7 +529,8 @@ static void test_stream_ended_by_client(void **state)
         evs v = {.stop_after = 2, .stop_flag_after = how};
         pair_open(&p, M_STREAM_OPEN, 0);
         assert_int_equal(events(&p, &v, 0), SL_CRI_CANCELLED);
-        assert_true(p.e.local);
+        assert_int_equal(p.e.errnum, ECANCELED); /* ours, the connection stays */
+        assert_false(sl_cri_transport_failed(&p.e));
         assert_true(v.n >= 2);
         /* The stream was reset; the connection still serves calls. */
         assert_int_equal(pair_version(&p, 2000), SL_CRI_OK);
@@ -519,6 +540,7 @@ static void test_stream_ended_by_client(void **state)
     evs v = {0};
     pair_open(&p, M_STREAM_OPEN, 0);
     assert_int_equal(events(&p, &v, 300), SL_CRI_DEADLINE_EXCEEDED);
+    assert_int_equal(p.e.errnum, ETIMEDOUT);
     assert_int_equal(v.n, STREAM_MSGS);
     pair_close(&p);
 }
@@ -531,10 +553,12 @@ static void test_stream_errors(void **state)
     pair_open(&p, M_STREAM_BAD, 0);
     assert_int_equal(events(&p, &v, 2000), SL_CRI_INTERNAL);
     assert_int_equal(v.n, 1);
+    assert_int_equal(p.e.errnum, 0); /* what the runtime sent is at fault */
     assert_non_null(strstr(p.e.msg, "could not decode a message of"));
     pair_close(&p);
     pair_open(&p, M_ERR, 0); /* a Trailers-Only answer (containerd 1.6 gives Unimplemented so) */
     assert_int_equal(events(&p, &v, 2000), SL_CRI_NOT_FOUND);
+    assert_int_equal(p.e.errnum, 0);
     pair_close(&p);
 }
 

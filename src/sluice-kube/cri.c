@@ -15,7 +15,7 @@ static sl_cri_client *pool_take(sk_server *srv)
     return cli;
 }
 
-sl_cri_client *sk_cri_get(sk_server *srv, sl_cri_err *err)
+sl_cri_client *sk_cri_get(sk_server *srv, sl_error *err)
 {
     sl_cri_client *cli;
     while ((cli = pool_take(srv))) {
@@ -62,7 +62,7 @@ int sk_cri_http_status(int code)
 }
 
 /* The text grpc-go's status.Error gives, which the kubelet writes. */
-void sk_cri_err_text(const sl_cri_err *err, char *out, size_t len)
+void sk_cri_err_text(const sl_error *err, char *out, size_t len)
 {
     snprintf(out, len, "rpc error: code = %s desc = %s", sl_cri_code_name(err->code), err->msg);
 }
@@ -76,11 +76,11 @@ static void work_cb(uv_work_t *req)
 {
     sk_job *j = req->data;
     sk_server *srv = job_server(j);
-    memset(&j->err, 0, sizeof j->err);
+    sl_error_clear(&j->err);
     sl_cri_client *cli = sk_cri_get(srv, &j->err);
     j->run(j, cli);
     /* A transport failure breaks the client for good: drop it. */
-    sk_cri_put(srv, cli, j->err.local && j->err.code == SL_CRI_UNAVAILABLE);
+    sk_cri_put(srv, cli, sl_cri_transport_failed(&j->err));
 }
 
 static void after_cb(uv_work_t *req, int status)

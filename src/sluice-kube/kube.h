@@ -175,19 +175,19 @@ struct sk_job {
     void (*run)(sk_job *j, sl_cri_client *cli); /* thread pool; cli may be NULL */
     void (*done)(sk_job *j);                    /* loop thread; c may be gone */
     void (*free)(sk_job *j);
-    sl_cri_err err; /* set when no CRI client could be had */
+    sl_error err; /* the job's CRI error: no client could be had, or a call failed */
 };
 
 /* Queues j (refs c). Returns 0 or -1 (j untouched). */
 int sk_job_queue(sk_server *srv, sk_job *j);
 /* The CRI connection of the pool for a job (connects when needed). */
-sl_cri_client *sk_cri_get(sk_server *srv, sl_cri_err *err);
+sl_cri_client *sk_cri_get(sk_server *srv, sl_error *err);
 void sk_cri_put(sk_server *srv, sl_cri_client *cli, bool broken);
 void sk_cri_pool_free(sk_server *srv);
 /* HTTP status for a CRI error, as the kubelet maps it (§2.5). */
 int sk_cri_http_status(int code);
 /* "rpc error: code = NotFound desc = ..." into out. */
-void sk_cri_err_text(const sl_cri_err *err, char *out, size_t len);
+void sk_cri_err_text(const sl_error *err, char *out, size_t len);
 
 /* ---- utilities (util.c) ---- */
 

@@ -1,6 +1,7 @@
 /* Loading pods from CRI (on a thread-pool thread). JSON is in pods_json.c. */
 #include "pods.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +11,21 @@
 
 #define RT "/runtime.v1.RuntimeService/"
 
+/* The error of a pod load that ran out of memory (an Internal status). */
+static int no_memory(sl_error *err)
+{
+    sl_error_set(err, ENOMEM, "loading pods");
+    err->code = SL_CRI_INTERNAL;
+    return SL_CRI_INTERNAL;
+}
+
 static char *dup_s(const char *s)
 {
     return strdup(s ? s : "");
 }
 
 static int call(sl_cri_client *cli, const char *method, const void *req,
-                const ProtobufCMessageDescriptor *desc, void *resp, sl_cri_err *err)
+                const ProtobufCMessageDescriptor *desc, void *resp, sl_error *err)
 {
     char path[128];
     snprintf(path, sizeof path, RT "%s", method);
@@ -84,7 +93,7 @@ static void fill_status(sl_cri_client *cli, sk_ctr *c)
     req.container_id = c->id;
     req.verbose = true;
     Runtime__V1__ContainerStatusResponse *r = NULL;
-    sl_cri_err err;
+    sl_error err;
     if (call(cli, "ContainerStatus", &req, &runtime__v1__container_status_response__descriptor, &r,
              &err) != SL_CRI_OK)
         return; /* gone meanwhile: keep what the list said */
@@ -194,7 +203,7 @@ static int add_ctr(sl_cri_client *cli, sk_pod *p, Runtime__V1__Container *newest
     return 0;
 }
 
-static int load_ctrs(sl_cri_client *cli, sk_pod *p, sl_cri_err *err)
+static int load_ctrs(sl_cri_client *cli, sk_pod *p, sl_error *err)
 {
     Runtime__V1__ContainerFilter f = RUNTIME__V1__CONTAINER_FILTER__INIT;
     f.pod_sandbox_id = p->sandbox_id;
@@ -225,9 +234,7 @@ static int load_ctrs(sl_cri_client *cli, sk_pod *p, sl_cri_err *err)
     }
     free(v);
     protobuf_c_message_free_unpacked(&r->base, NULL);
-    if (rc != SL_CRI_OK)
-        snprintf(err->msg, sizeof err->msg, "out of memory");
-    return err->code = rc;
+    return rc == SL_CRI_OK ? SL_CRI_OK : no_memory(err);
 }
 
 static void load_ip(sl_cri_client *cli, sk_pod *p)
@@ -235,7 +242,7 @@ static void load_ip(sl_cri_client *cli, sk_pod *p)
     Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
     req.pod_sandbox_id = p->sandbox_id;
     Runtime__V1__PodSandboxStatusResponse *r = NULL;
-    sl_cri_err err;
+    sl_error err;
     if (call(cli, "PodSandboxStatus", &req, &runtime__v1__pod_sandbox_status_response__descriptor,
              &r, &err) != SL_CRI_OK)
         return;
@@ -326,16 +333,16 @@ static size_t choose(Runtime__V1__ListPodSandboxResponse *r, const char *ns, con
 }
 
 static int build(sl_cri_client *cli, Runtime__V1__PodSandbox **best, size_t n, sk_pods *out,
-                 sl_cri_err *err)
+                 sl_error *err)
 {
     out->items = calloc(n ? n : 1, sizeof(*out->items));
     if (!out->items)
-        return SL_CRI_INTERNAL;
+        return no_memory(err);
     for (size_t i = 0; i < n; i++) {
         sk_pod *p = &out->items[out->n];
         if (pod_from(p, best[i]) < 0) {
             pod_free(p);
-            return SL_CRI_INTERNAL;
+            return no_memory(err);
         }
         out->n++;
         load_ip(cli, p);
@@ -346,8 +353,7 @@ static int build(sl_cri_client *cli, Runtime__V1__PodSandbox **best, size_t n, s
     return SL_CRI_OK;
 }
 
-int sk_pods_load(sl_cri_client *cli, const char *ns, const char *name, sk_pods *out,
-                 sl_cri_err *err)
+int sk_pods_load(sl_cri_client *cli, const char *ns, const char *name, sk_pods *out, sl_error *err)
 {
     memset(out, 0, sizeof(*out));
     Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
@@ -361,16 +367,12 @@ int sk_pods_load(sl_cri_client *cli, const char *ns, const char *name, sk_pods *
         size_t n = choose(r, ns, name, best);
         rc = build(cli, best, n, out, err);
     } else {
-        rc = SL_CRI_INTERNAL;
+        rc = no_memory(err);
     }
     free(best);
     protobuf_c_message_free_unpacked(&r->base, NULL);
-    if (rc != SL_CRI_OK) {
-        if (rc == SL_CRI_INTERNAL && !err->msg[0])
-            snprintf(err->msg, sizeof err->msg, "out of memory");
-        err->code = rc;
+    if (rc != SL_CRI_OK)
         sk_pods_free(out);
-    }
     return rc;
 }
 

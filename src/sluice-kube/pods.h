@@ -36,8 +36,7 @@ typedef struct sk_pods {
 
 /* Lists the pods of namespace ns (NULL: all) and, when name is not NULL,
  * only that one. Returns SL_CRI_OK, or the CRI error (err filled). */
-int sk_pods_load(sl_cri_client *cli, const char *ns, const char *name, sk_pods *out,
-                 sl_cri_err *err);
+int sk_pods_load(sl_cri_client *cli, const char *ns, const char *name, sk_pods *out, sl_error *err);
 void sk_pods_free(sk_pods *p);
 
 /* The pod's container named name, or NULL. */

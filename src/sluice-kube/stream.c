@@ -32,7 +32,7 @@ static void set_fail(stream_job *sj, int code, const char *msg, const char *name
     sj->body = sk_status_json(code, msg, name, kind);
 }
 
-static void cri_fail(stream_job *sj, const sl_cri_err *e)
+static void cri_fail(stream_job *sj, const sl_error *e)
 {
     char msg[SL_CRI_MAX_ERR + 64];
     sk_cri_err_text(e, msg, sizeof msg);

@@ -71,7 +71,7 @@ char *cu_create_ctr(ctl *c, cu_pull *p, bool pull, const char *pod,
     req.config = cfg;
     req.sandbox_config = pcfg;
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     int st = ctl_call_raw(c, false, "CreateContainer", &req.base,
                           &runtime__v1__create_container_response__descriptor, &r,
                           cu_slow_deadline(c, p->cancel_ms), &ce, e);
@@ -185,7 +185,7 @@ static int stop_ctr(ctl *c, const char *id, uint64_t grace, sl_error *e)
     req.container_id = (char *)id;
     req.timeout = (int64_t)grace;
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     /* The call lasts as long as the grace period, plus the usual timeout. */
     int st = ctl_call_raw(c, false, "StopContainer", &req.base,
                           &runtime__v1__stop_container_response__descriptor, &r,

@@ -80,7 +80,7 @@ static int exec_sync(ctl *c, const exec_opts *o, const char *id, char **cmd, siz
     uint32_t tmo =
         o->timeout ? c->timeout_ms + (uint32_t)o->timeout * 1000u : EXECSYNC_NO_TIMEOUT_MS;
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     if (ctl_call_raw(c, false, "ExecSync", &req.base, &runtime__v1__exec_sync_response__descriptor,
                      &r, tmo, &ce, e) != SL_CRI_OK)
         return -1;

@@ -267,7 +267,7 @@ typedef struct progress {
 /* The "importProgress" info of a verbose ImageStatus (malloc'd), or NULL. */
 static char *ask_progress(progress *p)
 {
-    sl_cri_err e;
+    sl_error e;
     if (!p->cl &&
         (!p->endpoint || sl_cri_client_connect(p->endpoint, PROGRESS_CALL_MS, &p->cl, &e) < 0))
         return NULL; /* the time lines say it is still going */
@@ -356,7 +356,7 @@ static int pull(ctl *c, const import_opts *o, const char *name, sl_error *e)
     spec.image = (char *)name;
     req.image = &spec;
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     progress p;
     if (progress_start(&p, c, name, o->progress_ms, e) < 0)
         return -1;

@@ -46,7 +46,7 @@ char *cu_run_pod(ctl *c, Runtime__V1__PodSandboxConfig *cfg, const char *handler
     req.config = cfg;
     req.runtime_handler = (char *)(handler ? handler : "");
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     int st = ctl_call_raw(c, false, "RunPodSandbox", &req.base,
                           &runtime__v1__run_pod_sandbox_response__descriptor, &r,
                           cu_slow_deadline(c, cancel_ms), &ce, e);

@@ -115,7 +115,7 @@ static char *status_id(ctl *c, const char *ref)
     Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
     req.image = &spec;
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     sl_error e; /* not found here is not an error: prefix_id looks next */
     char *id = NULL;
     if (ctl_call_raw(c, true, "ImageStatus", &req.base,

@@ -152,7 +152,7 @@ char *cu_pull_image(ctl *c, cu_pull *p, Runtime__V1__ImageSpec *img,
     req.sandbox_config = sandbox;
     ctl_debug(c, "pulling %s", img->image);
     ProtobufCMessage *r;
-    sl_cri_err ce;
+    sl_error ce;
     uint32_t tmo = p->timeout_ms && p->timeout_ms < CTL_NO_DEADLINE_MS ? (uint32_t)p->timeout_ms
                                                                        : CTL_NO_DEADLINE_MS;
     int st = ctl_call_raw(c, true, "PullImage", &req.base,

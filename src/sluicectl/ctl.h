@@ -150,10 +150,10 @@ ProtobufCMessage *ctl_rt_call_slow(ctl *c, const char *method, const ProtobufCMe
  * or CTL_NOT_CONNECTED; e is set whenever the call failed. */
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e);
+                 uint32_t timeout_ms, sl_error *err, sl_error *e);
 /* The error of a failed call as the user reads it: the method, what
  * failed, and a hint where one helps (e->code: the gRPC status). */
-void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e);
+void ctl_call_error(ctl *c, const char *method, const sl_error *err, sl_error *e);
 /* A server-streaming RuntimeService call without deadline, until the
  * runtime ends it (0) or cb does (0); -1 with e set. */
 int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
@@ -202,8 +202,6 @@ ProtobufCMessage *ctl_json_to_msg(const ProtobufCMessageDescriptor *d, json_t *j
                                   sl_error *e);
 /* The field of d named key (proto name or lowerCamelCase), or NULL. */
 const ProtobufCFieldDescriptor *ctl_pb_field(const ProtobufCMessageDescriptor *d, const char *key);
-/* A map<string, X> field (a repeated *Entry message with key and value). */
-bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f);
 
 /* ---- pod/container config files (docload.c) ----
  * Reads a config file into a message of d allocated in a: JSON when its

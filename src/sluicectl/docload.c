@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "ctl.h"
+#include "pb_value.h"
 
 typedef struct yconv {
     yaml_document_t *doc;
@@ -191,7 +192,7 @@ static json_t *conv_field(yconv *y, yaml_node_t *n, const ProtobufCFieldDescript
 {
     if (f->label != PROTOBUF_C_LABEL_REPEATED)
         return conv_value(y, n, f, depth);
-    if (ctl_pb_is_map(f) && n->type == YAML_MAPPING_NODE)
+    if (sl_pb_is_map(f) && n->type == YAML_MAPPING_NODE)
         return budget(y, n, depth) ? conv_map(y, n, f, depth) : NULL;
     if (n->type != YAML_SEQUENCE_NODE)
         return conv_any(y, n, depth);

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "ctl.h"
+#include "pb_value.h"
 
 struct ctl_arena {
     void **p;
@@ -68,109 +69,17 @@ static void camel(const char *name, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-static size_t elem_size(ProtobufCType t)
-{
-    switch (t) {
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return 8;
-    case PROTOBUF_C_TYPE_STRING:
-    case PROTOBUF_C_TYPE_MESSAGE:
-        return sizeof(void *);
-    case PROTOBUF_C_TYPE_BYTES:
-        return sizeof(ProtobufCBinaryData);
-    case PROTOBUF_C_TYPE_BOOL:
-        return sizeof(protobuf_c_boolean);
-    default:
-        return 4;
-    }
-}
-
-bool ctl_pb_is_map(const ProtobufCFieldDescriptor *f)
-{
-    if (f->type != PROTOBUF_C_TYPE_MESSAGE || f->label != PROTOBUF_C_LABEL_REPEATED)
-        return false;
-    const ProtobufCMessageDescriptor *d = f->descriptor;
-    size_t n = strlen(d->name);
-    return n > 5 && !strcmp(d->name + n - 5, "Entry") && d->n_fields == 2 &&
-           !strcmp(d->fields[0].name, "key") && !strcmp(d->fields[1].name, "value");
-}
-
 /* ---- out ---- */
 
-static json_t *scalar_to_json(const ProtobufCFieldDescriptor *f, const void *v);
-
-static json_t *b64(const ProtobufCBinaryData *b)
+static json_t *sub_message(const ProtobufCMessage *m, void *arg)
 {
-    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *s = malloc(b->len / 3 * 4 + 8);
-    if (!s)
-        return NULL;
-    size_t o = 0, i = 0;
-    for (; i + 2 < b->len; i += 3) {
-        uint32_t x = (uint32_t)b->data[i] << 16 | (uint32_t)b->data[i + 1] << 8 | b->data[i + 2];
-        s[o++] = tab[x >> 18], s[o++] = tab[(x >> 12) & 63], s[o++] = tab[(x >> 6) & 63],
-        s[o++] = tab[x & 63];
-    }
-    if (i < b->len) {
-        uint32_t x = (uint32_t)b->data[i] << 16 | (i + 1 < b->len ? b->data[i + 1] << 8 : 0);
-        s[o++] = tab[x >> 18], s[o++] = tab[(x >> 12) & 63];
-        s[o++] = i + 1 < b->len ? tab[(x >> 6) & 63] : '=';
-        s[o++] = '=';
-    }
-    s[o] = '\0';
-    json_t *j = json_string(s);
-    free(s);
-    return j;
-}
-
-static json_t *enum_to_json(const ProtobufCEnumDescriptor *d, int v)
-{
-    const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(d, v);
-    return ev ? json_string(ev->name) : json_integer(v);
+    (void)arg;
+    return m ? ctl_msg_to_json(m) : json_null();
 }
 
 static json_t *scalar_to_json(const ProtobufCFieldDescriptor *f, const void *v)
 {
-    switch (f->type) {
-    case PROTOBUF_C_TYPE_INT32:
-    case PROTOBUF_C_TYPE_SINT32:
-    case PROTOBUF_C_TYPE_SFIXED32:
-        return json_integer(*(const int32_t *)v);
-    case PROTOBUF_C_TYPE_UINT32:
-    case PROTOBUF_C_TYPE_FIXED32:
-        return json_integer(*(const uint32_t *)v);
-    case PROTOBUF_C_TYPE_INT64:
-    case PROTOBUF_C_TYPE_SINT64:
-    case PROTOBUF_C_TYPE_SFIXED64:
-        return json_integer(*(const int64_t *)v);
-    case PROTOBUF_C_TYPE_UINT64:
-    case PROTOBUF_C_TYPE_FIXED64:
-        return json_integer((json_int_t) * (const uint64_t *)v);
-    case PROTOBUF_C_TYPE_FLOAT:
-        return json_real(*(const float *)v);
-    case PROTOBUF_C_TYPE_DOUBLE:
-        return json_real(*(const double *)v);
-    case PROTOBUF_C_TYPE_BOOL:
-        return json_boolean(*(const protobuf_c_boolean *)v);
-    case PROTOBUF_C_TYPE_ENUM:
-        return enum_to_json(f->descriptor, *(const int *)v);
-    case PROTOBUF_C_TYPE_STRING: {
-        const char *s = *(char *const *)v;
-        return json_string(s ? s : "");
-    }
-    case PROTOBUF_C_TYPE_BYTES:
-        return b64(v);
-    case PROTOBUF_C_TYPE_MESSAGE: {
-        const ProtobufCMessage *m = *(ProtobufCMessage *const *)v;
-        return m ? ctl_msg_to_json(m) : json_null();
-    }
-    }
-    return json_null();
+    return sl_pb_value_json(f, v, sub_message, NULL);
 }
 
 static json_t *map_to_json(const ProtobufCFieldDescriptor *f, ProtobufCMessage *const *ents,
@@ -200,11 +109,11 @@ static json_t *field_to_json(const ProtobufCMessage *m, const ProtobufCFieldDesc
     if (f->label == PROTOBUF_C_LABEL_REPEATED) {
         size_t n = *(const size_t *)(base + f->quantifier_offset);
         const char *arr = *(char *const *)v;
-        if (ctl_pb_is_map(f))
+        if (sl_pb_is_map(f))
             return map_to_json(f, (ProtobufCMessage *const *)arr, n);
         json_t *a = json_array();
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(a, scalar_to_json(f, arr + i * elem_size(f->type)));
+            json_array_append_new(a, scalar_to_json(f, arr + i * sl_pb_elem_size(f->type)));
         return a;
     }
     if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) {
@@ -336,7 +245,7 @@ static int scalar_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, vo
                f->type == PROTOBUF_C_TYPE_SINT64 || f->type == PROTOBUF_C_TYPE_SFIXED64;
     if (int_in(x, j, sgn, &iv) < 0)
         return -1;
-    if (elem_size(f->type) == 8)
+    if (sl_pb_elem_size(f->type) == 8)
         *(int64_t *)v = iv;
     else
         *(int32_t *)v = (int32_t)iv;
@@ -371,11 +280,11 @@ static int map_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, void 
 static int repeated_in(in_ctx *x, const ProtobufCFieldDescriptor *f, json_t *j, void *base,
                        int depth)
 {
-    if (ctl_pb_is_map(f))
+    if (sl_pb_is_map(f))
         return map_in(x, f, j, base, depth);
     if (!json_is_array(j))
         return fail(x, ": expected an array", "");
-    size_t n = json_array_size(j), es = elem_size(f->type);
+    size_t n = json_array_size(j), es = sl_pb_elem_size(f->type);
     char *arr = arena_alloc(x->a, n * es);
     if (!arr)
         return fail(x, ": out of memory", "");

@@ -17,7 +17,7 @@ static const char *const default_endpoints[] = {
 };
 #define NDEFAULTS (sizeof default_endpoints / sizeof default_endpoints[0])
 
-static void unreachable(ctl *c, const char *what, const sl_cri_err *ce, sl_error *e)
+static void unreachable(ctl *c, const char *what, const sl_error *ce, sl_error *e)
 {
     sl_error_code(
         e, SL_CRI_UNAVAILABLE,
@@ -28,7 +28,7 @@ static void unreachable(ctl *c, const char *what, const sl_cri_err *ce, sl_error
         c->config_path ? c->config_path : CTL_DEFAULT_CONFIG);
 }
 
-static sl_cri_client *connect_one(ctl *c, const char *ep, sl_cri_err *e)
+static sl_cri_client *connect_one(ctl *c, const char *ep, sl_error *e)
 {
     sl_cri_client *cl = NULL;
     ctl_debug(c, "connecting to %s (timeout %u ms)", ep, c->timeout_ms);
@@ -41,7 +41,7 @@ static sl_cri_client *connect_one(ctl *c, const char *ep, sl_cri_err *e)
 
 static sl_cri_client *runtime_client(ctl *c, sl_error *e)
 {
-    sl_cri_err ce;
+    sl_error ce;
     if (c->rt)
         return c->rt;
     if (c->runtime_endpoint) {
@@ -71,7 +71,7 @@ static sl_cri_client *image_client(ctl *c, sl_error *e)
         (c->runtime_endpoint && !strcmp(c->image_endpoint, c->runtime_endpoint)))
         return runtime_client(c, e);
     if (!c->img) {
-        sl_cri_err ce;
+        sl_error ce;
         c->img = connect_one(c, c->image_endpoint, &ce);
         if (!c->img)
             unreachable(c, c->image_endpoint, &ce, e);
@@ -110,10 +110,10 @@ static void debug_msg(ctl *c, const char *what, const char *method, const Protob
     json_decref(j);
 }
 
-void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error *e)
+void ctl_call_error(ctl *c, const char *method, const sl_error *err, sl_error *e)
 {
     const char *ep = c->rt_endpoint_used ? c->rt_endpoint_used : "the runtime";
-    if (err->local && err->code == SL_CRI_UNAVAILABLE)
+    if (sl_cri_transport_failed(err))
         sl_error_code(e, err->code, "%s: lost the runtime at %s: %s", method, ep, err->msg);
     else if (err->code == SL_CRI_DEADLINE_EXCEEDED)
         sl_error_code(e, err->code, "%s: %s (the runtime at %s is slow or stuck; raise --timeout)",
@@ -130,14 +130,13 @@ void ctl_call_error(ctl *c, const char *method, const sl_cri_err *err, sl_error 
 
 int ctl_call_raw(ctl *c, bool image, const char *method, const ProtobufCMessage *req,
                  const ProtobufCMessageDescriptor *resp_desc, ProtobufCMessage **resp,
-                 uint32_t timeout_ms, sl_cri_err *err, sl_error *e)
+                 uint32_t timeout_ms, sl_error *err, sl_error *e)
 {
     *resp = NULL;
     sl_cri_client *cl = image ? image_client(c, e) : runtime_client(c, e);
     if (!cl) {
-        err->code = SL_CRI_UNAVAILABLE;
-        err->local = true;
-        snprintf(err->msg, sizeof err->msg, "not connected");
+        sl_error_code(err, SL_CRI_UNAVAILABLE, "not connected");
+        err->errnum = ENOTCONN; /* local, as a refused connection is */
         return CTL_NOT_CONNECTED;
     }
     char path[128];
@@ -164,10 +163,10 @@ int ctl_rt_stream(ctl *c, const char *method, const ProtobufCMessage *req,
     char path[128];
     snprintf(path, sizeof path, "/runtime.v1.RuntimeService/%s", method);
     debug_msg(c, "request", method, req);
-    sl_cri_err ce;
+    sl_error ce;
     int rc = sl_cri_client_stream(cl, path, req, resp_desc, cb, 0, &ce);
     ctl_debug(c, "%s ended: %s: %s", method, sl_cri_code_name(rc), ce.msg);
-    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && ce.local))
+    if (rc == SL_CRI_OK || (rc == SL_CRI_CANCELLED && sl_cri_is_local(&ce)))
         return 0;
     ctl_call_error(c, method, &ce, e);
     return -1;
@@ -178,7 +177,7 @@ static ProtobufCMessage *call_tmo(ctl *c, bool image, const char *method,
                                   uint32_t tmo, sl_error *e)
 {
     ProtobufCMessage *resp;
-    sl_cri_err ce;
+    sl_error ce;
     ctl_call_raw(c, image, method, req, d, &resp, tmo, &ce, e);
     return resp;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static void assert_nothing_printed(const fx *f)
 
 static void check_call_error(ctl *c, int code, bool local, const char *want)
 {
-    sl_cri_err ce = {.code = code, .local = local};
+    sl_error ce = {.code = code, .errnum = local ? ECONNRESET : 0};
     snprintf(ce.msg, sizeof ce.msg, "the cause");
     sl_error e;
     ctl_call_error(c, "ListPodSandbox", &ce, &e);
@@ -106,7 +107,7 @@ static void test_unreachable_runtime(void **state)
     assert_non_null(strstr(e.msg, "-r/--runtime-endpoint, $CONTAINER_RUNTIME_ENDPOINT or "
                                   "runtime-endpoint in /x/sluicectl.yaml."));
     /* the raw call says "not connected" apart from a runtime's answer */
-    sl_cri_err ce;
+    sl_error ce;
     ProtobufCMessage *r;
     sl_error_clear(&e);
     assert_int_equal(ctl_call_raw(&c, true, "ImageFsInfo", &req.base,
@@ -114,6 +115,8 @@ static void test_unreachable_runtime(void **state)
                                   &e),
                      CTL_NOT_CONNECTED);
     assert_null(r);
+    assert_true(sl_cri_transport_failed(&ce)); /* the raw error is local, not an answer */
+    assert_string_equal(ce.msg, "not connected");
     assert_non_null(strstr(e.msg, "runtime not reachable: " NOWHERE));
     sl_error_clear(&e);
     assert_null(ctl_resolve_ctr(&c, "abc", &e));

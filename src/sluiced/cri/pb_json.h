@@ -2,7 +2,7 @@
  * CRI message with its generated tags (what containerd puts in verbose
  * info): field names as in the .proto; zero numbers, false, empty strings,
  * lists and messages left out; enums by name, the zero one too (POD,
- * Merge: it means something); maps (repeated key/value entries) as
+ * Merge: it means something); maps (repeated *Entry messages) as
  * objects; bytes as base64; 64-bit integers as numbers. */
 #ifndef SL_PB_JSON_H
 #define SL_PB_JSON_H
