@@ -150,7 +150,8 @@ struct mon_exec {
     mon *m;
     char id[SL_MON_MAX_ID + 1];
     char ctr_id[SL_MON_MAX_ID + 1];
-    char *dir, *pid_file;
+    char *dir, *pid_file; /* runc exec's scratch dir and pid file in it, NULL before */
+    int pid_fd, log_fd;   /* native: memfds the starter writes its pid or error to, -1 */
     bool tty;
     pid_t pid;     /* the exec'd process, from the pid file; 0 = not known */
     uint64_t conn; /* the connection that asked for it (0: a session here) */

@@ -7,6 +7,12 @@
  * a fake exit code. The monitor keeps only what it needs to resize and to
  * see the output end.
  *
+ * Scratch: runc exec reads its process.json from, and writes its pid file
+ * and log to, a directory of the exec's own (exec/ID in the run dir), made
+ * and removed on the loop. The native path needs no file: its starter
+ * writes the pid or its error into two memfds, so an exec there costs the
+ * loop no filesystem work and leaves nothing to remove.
+ *
  * Admission: at most max_concurrent execs of the pod are being started (a
  * runc exec runs) at once; the others wait in FIFO order, at most queue_max
  * of them, and beyond that the request is refused (code
@@ -17,10 +23,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +49,15 @@ static mon_exec *exec_find(mon *m, const char *id)
         if (strcmp(x->id, id) == 0)
             return x;
     return NULL;
+}
+
+static void close_scratch_fds(mon_exec *x)
+{
+    for (int *fd = &x->pid_fd; fd <= &x->log_fd; fd++) {
+        if (*fd >= 0)
+            close(*fd);
+        *fd = -1;
+    }
 }
 
 static void exec_free(mon_exec *x)
@@ -68,6 +85,7 @@ static void exec_free(mon_exec *x)
             close(x->client[i]);
     if (x->reply)
         mon_reply_err(m, x->reply, "exec %s ended", x->id);
+    close_scratch_fds(x);
     if (x->dir)
         sl_rm_rf(x->dir, NULL);
     json_decref(x->cmd);
@@ -164,15 +182,15 @@ static void maybe_reply(mon_exec *x)
 static void runc_reason(const mon_exec *x, int status, const char *err, char *out, size_t outlen)
 {
     char text[SL_MON_ERR_TEXT] = "";
-    SL_AUTOFREE char *log = sl_path_join(x->dir, "runc.log");
-    int fd = log ? open(log, O_RDONLY | O_CLOEXEC) : -1;
+    SL_AUTOFREE char *log = x->dir ? sl_path_join(x->dir, "runc.log") : NULL;
+    int fd = x->log_fd >= 0 ? x->log_fd : log ? open(log, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0) {
         off_t off = st.st_size > (off_t)sizeof(text) - 1 ? st.st_size - (off_t)sizeof(text) + 1 : 0;
         ssize_t n = pread(fd, text, sizeof(text) - 1, off);
         text[n > 0 ? n : 0] = '\0';
     }
-    if (fd >= 0)
+    if (fd >= 0 && fd != x->log_fd)
         close(fd);
     mon_runc_message(text[0] ? text : err, out, outlen);
     if (!out[0])
@@ -206,6 +224,7 @@ static void runc_ended(mon *m, int status, const char *err, mon_exec *x)
         return;
     }
     x->runc_ok = true;
+    close_scratch_fds(x); /* the pid is read: a live session holds no memfd */
     if (x->tty && x->master < 0 && !x->console) {
         fail(x, "no terminal came on the console socket");
         return;
@@ -428,18 +447,11 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     x->native = a->native;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
     x->client[0] = x->client[1] = x->client[2] = -1;
-    char *base = sl_path_join(m->run_dir, "exec");
-    x->dir = base ? sl_path_join(base, a->id) : NULL;
-    x->pid_file = x->dir ? sl_path_join(x->dir, "pid") : NULL;
-    free(base);
+    x->pid_fd = x->log_fd = -1;
     x->cmd = json_incref((json_t *)a->cmd);
     x->want_w = (int)a->w, x->want_h = (int)a->h;
     x->next = m->execs;
     m->execs = x;
-    if (!x->pid_file) {
-        exec_free(x);
-        return sl_error_set(e, ENOMEM, "exec"), NULL;
-    }
     return x;
 }
 
@@ -474,27 +486,37 @@ static mon_ctr *exec_ctr(mon_exec *x, sl_error *e)
     return c;
 }
 
-/* The exec's dir with its process.json, made when it is about to start. */
+/* runc exec's dir (its pid file named) with its process.json, made when
+ * it is about to start. */
 static int exec_prepare(mon_exec *x, sl_error *e)
 {
     mon_ctr *c = exec_ctr(x, e);
     if (!c)
         return -1;
-    SL_AUTOFREE char *proc = sl_path_join(x->dir, "process.json");
+    SL_AUTOFREE char *base = sl_path_join(x->m->run_dir, "exec");
+    x->dir = base ? sl_path_join(base, x->id) : NULL;
+    x->pid_file = x->dir ? sl_path_join(x->dir, "pid") : NULL;
+    SL_AUTOFREE char *proc = x->dir ? sl_path_join(x->dir, "process.json") : NULL;
     SL_AUTOFREE char *pj = NULL;
-    if (!proc || sl_mkdir_p(x->dir, 0700, e) < 0 ||
+    if (!x->pid_file || !proc)
+        return sl_error_set(e, ENOMEM, "exec dir"), -1;
+    if (sl_mkdir_p(x->dir, 0700, e) < 0 ||
         !(pj = process_json(c->bundle, x->cmd, x->tty, x->want_w, x->want_h, e)))
         return -1;
     return write_scratch(proc, pj, e);
 }
 
-static int open_scratch(const char *dir, const char *name, sl_error *e)
+/* The native starter's pid and log: memfds, read with pread once it
+ * exited (or, for its pid, earlier by kill_exec and the sweep). */
+static int open_scratch_fds(mon_exec *x, sl_error *e)
 {
-    SL_AUTOFREE char *path = sl_path_join(dir, name);
-    int fd = path ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600) : -1;
-    if (fd < 0)
-        sl_error_set(e, path ? errno : ENOMEM, "cannot create %s in %s", name, dir);
-    return fd;
+    x->pid_fd = memfd_create("sluice-exec-pid", MFD_CLOEXEC);
+    x->log_fd = x->pid_fd >= 0 ? memfd_create("sluice-exec-log", MFD_CLOEXEC) : -1;
+    if (x->log_fd >= 0)
+        return 0;
+    sl_error_set(e, errno, "memfd for the exec's pid and log");
+    close_scratch_fds(x);
+    return -1;
 }
 
 /* tty: a connection to the exec's console socket for the starter, which
@@ -518,25 +540,24 @@ static int console_conn(mon_exec *x, sl_error *e)
 static mon_job *spawn_native(mon_exec *x, const int child[3], sl_error *e)
 {
     mon_ctr *c = exec_ctr(x, e);
-    if (!c || sl_mkdir_p(x->dir, 0700, e) < 0)
+    if (!c)
         return e->code = e->code ? e->code : ESRCH, NULL;
     mon_nexec_plan *p =
         mon_nexec_plan_new(c->bundle, c->pid, x->cmd, x->tty, x->want_w, x->want_h, e);
     if (!p)
         return NULL;
-    int pid_fd = open_scratch(x->dir, "pid", e);
-    int log_fd = pid_fd >= 0 ? open_scratch(x->dir, "runc.log", e) : -1;
-    int con_fd = log_fd >= 0 && x->tty ? console_conn(x, e) : -1;
+    int ok = open_scratch_fds(x, e);
+    int con_fd = ok == 0 && x->tty ? console_conn(x, e) : -1;
     pid_t pid = -1;
-    if (log_fd >= 0 && (!x->tty || con_fd >= 0))
-        pid = mon_nexec_spawn(p, child, con_fd, pid_fd, log_fd, e);
-    int fds[3] = {pid_fd, log_fd, con_fd};
-    for (int i = 0; i < 3; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
+    if (ok == 0 && (!x->tty || con_fd >= 0))
+        pid = mon_nexec_spawn(p, child, con_fd, x->pid_fd, x->log_fd, e);
+    if (con_fd >= 0)
+        close(con_fd);
     mon_nexec_plan_free(p);
-    if (pid < 0)
+    if (pid < 0) {
+        close_scratch_fds(x); /* runc, if it falls back, has its pid file */
         return NULL;
+    }
     mon_job *j = mon_job_add(x->m, pid, exec_done, x, e);
     if (!j)
         kill(pid, SIGKILL); /* reaped as an unknown child */
@@ -680,15 +701,22 @@ void mon_exec_start(mon *m, mon_req *r, const json_t *msg)
 
 static pid_t exec_pid(mon_exec *x)
 {
-    if (x->pid <= 0) {
-        char *text = NULL;
-        size_t len;
-        if (sl_read_file(x->pid_file, 64, &text, &len, NULL) == 0) {
-            long v = strtol(text, NULL, 10);
-            x->pid = v > 0 ? (pid_t)v : 0;
-        }
-        free(text);
+    if (x->pid > 0)
+        return x->pid;
+    char buf[32], *text = NULL;
+    size_t len = 0;
+    if (x->pid_fd >= 0) { /* native: its starter's memfd */
+        ssize_t n = pread(x->pid_fd, buf, sizeof(buf) - 1, 0);
+        len = n > 0 ? (size_t)n : 0;
+        buf[len] = '\0';
+        text = buf;
+    } else if (x->pid_file) { /* runc's pid file; text stays NULL if unread */
+        (void)sl_read_file(x->pid_file, 64, &text, &len, NULL);
     }
+    long v = text ? strtol(text, NULL, 10) : 0;
+    x->pid = v > 0 && v <= INT_MAX ? (pid_t)v : 0;
+    if (text != buf)
+        free(text);
     return x->pid;
 }
 

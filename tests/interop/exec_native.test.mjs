@@ -23,7 +23,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { REPO } from './lib/hostd.mjs';
-import { BUSYBOX_IMAGE, SluicedInstance, skipReason } from './lib/sluiced.mjs';
+import { BUSYBOX_IMAGE, SluicedInstance, skipReason, sleep } from './lib/sluiced.mjs';
 import { ctl } from './lib/sluicectl.mjs';
 
 const SUITE_TIMEOUT_MS = 240000;
@@ -114,6 +114,14 @@ function monLog() {
   return fs.readFileSync(path.join(ctx.sd.stateDir, 'pods', ctx.pod.id, 'mon.log'), 'utf8');
 }
 
+// The pod's exec scratch dirs (runc exec's, exec/ID in its run dir): the
+// entries and the dir's mtime, which any entry made or removed changes.
+function execScratch() {
+  const dir = path.join(ctx.sd.runDir, 'pods', ctx.pod.id, 'exec');
+  if (!fs.existsSync(dir)) return { entries: [], mtime: null };
+  return { entries: fs.readdirSync(dir), mtime: fs.statSync(dir, { bigint: true }).mtimeNs };
+}
+
 async function switchMode(mode) {
   ctx.sd.opts.args = ['--exec-mode', mode];
   await ctx.sd.restart();
@@ -162,9 +170,15 @@ describe('native exec path against runc exec', { skip: skipReason(), timeout: SU
     const t1 = Date.now();
     const before = (monLog().match(/: starter pid \d+/g) || []).length;
     assert.equal(before, 0, 'exec-mode=runc started no native exec');
+    // every runc exec removed its scratch dir (right after its exit event)
+    for (let t = 0; execScratch().entries.length && t < 50; t++) await sleep(100);
+    assert.deepEqual(execScratch().entries, [], 'runc execs left no scratch dir');
     await switchMode('native');
+    const scratch = execScratch();
     const t2 = Date.now();
     await probeAll('native');
+    // the native path writes no file: the pod's exec/ was not touched
+    assert.deepEqual(execScratch(), scratch, 'native execs made no scratch dir');
     console.log(`# probes with runc ${t1 - t0} ms, restart ${t2 - t1} ms, native ${Date.now() - t2} ms`);
     const starters = (monLog().match(/: starter pid \d+/g) || []).length;
     // per container: sync, stream, tty; the default one also 2 exit codes

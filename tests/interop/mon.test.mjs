@@ -326,6 +326,51 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.equal(x.events('exec_exited')[0].exit_code, 137);
     });
 
+    // The exec's scratch: runc exec gets a dir (exec/ID) that is gone once
+    // the exec ended; the native path makes none (its starter's pid and
+    // error travel in memfds), so exec/ is not touched at all (mtime).
+    const execDir = () => path.join(mon.runDir, 'exec');
+    const execDirState = () => (fs.existsSync(execDir())
+      ? { entries: fs.readdirSync(execDir()), mtime: fs.statSync(execDir(), { bigint: true }).mtimeNs }
+      : { entries: [], mtime: null });
+
+    test('exec scratch: runc exec leaves no dir behind, the native path makes none', async () => {
+      // runc spec's caps list ambient ones that are not inheritable, which
+      // the native path refuses (runc 1.1 only warns): made inheritable here
+      const b = bundle('scr', ['sleep', '3600']);
+      const cfg = JSON.parse(fs.readFileSync(path.join(b, 'config.json'), 'utf8'));
+      cfg.process.capabilities.inheritable = cfg.process.capabilities.ambient;
+      fs.writeFileSync(path.join(b, 'config.json'), JSON.stringify(cfg));
+      await mon.call([{ type: 'create', container_id: 'scr', bundle: b, log_path: logPath('scr') },
+        { type: 'start', container_id: 'scr' }]);
+      const runc = await mon.call([{ type: 'exec', exec_id: 'r1', container_id: 'scr',
+        cmd: ['true'], stdout: true }], { waitEvent: 'exec_exited', match: 'exec_id=r1' });
+      assert.equal(runc.events('exec_exited')[0].exit_code, 0);
+      // removed right after exec_exited went out
+      await waitFor(() => execDirState().entries.length === 0, 'runc exec\'s dir removed');
+      const before = execDirState();
+      const x = mon.client([{ type: 'exec', exec_id: 'n1', container_id: 'scr', exec_mode: 'native',
+        cmd: ['sleep', '3600'], stdout: true }],
+      { relay: true, waitEvent: 'exec_exited', match: 'exec_id=n1' });
+      await x.until((c) => c.replies().length === 2, 'native exec reply');
+      assert.equal(x.replies()[1].ok, true, JSON.stringify(x.replies()[1]));
+      assert.match(mon.log(), /exec n1 in scr: starter pid \d+/, 'the native path ran it');
+      // its pid came through the memfd: kill_exec finds and kills it
+      await mon.call([{ type: 'kill_exec', exec_id: 'n1' }]);
+      await x.done;
+      assert.equal(x.events('exec_exited')[0].exit_code, 137);
+      // a start error through the log memfd: runc's kind of message
+      const bad = await mon.call([{ type: 'exec', exec_id: 'n2', container_id: 'scr',
+        exec_mode: 'native', cmd: ['/no/such'], stdout: true }], { allowFail: true });
+      assert.equal(bad.replies()[1].ok, false);
+      assert.match(bad.replies()[1].error,
+        /OCI runtime exec failed: .*stat \/no\/such: no such file or directory$/);
+      assert.deepEqual(execDirState(), before, 'the native path did not touch exec/');
+      const rm = await mon.call([{ type: 'stop', container_id: 'scr', timeout: 0 },
+        { type: 'remove', container_id: 'scr' }]);
+      assert.equal(rm.replies()[2].ok, true);
+    });
+
     test('stop with a timeout: TERM is ignored by pid 1, KILL follows (137); remove',
       async () => {
         const t0 = Date.now();
