@@ -161,9 +161,15 @@ static void apply_caps(const mon_nexec_plan *p, int err_fd)
     }
     if (syscall(SYS_capset, &h, d) < 0)
         die(err_fd, "unable to apply caps: %s", go_err(errno, eb, sizeof(eb)));
+    /* runc raises ambient capabilities one by one and only warns about one
+     * it cannot raise (EPERM: not both permitted and inheritable), so the
+     * exec runs without it; runc spec's own bundle lists such ones. */
     for (int cap = 0; cap <= p->last_cap; cap++) {
-        int op = has_cap(p->ambient, cap) ? PR_CAP_AMBIENT_RAISE : PR_CAP_AMBIENT_LOWER;
-        if (prctl(PR_CAP_AMBIENT, op, cap, 0, 0) < 0 && errno != EINVAL)
+        if (has_cap(p->ambient, cap)) {
+            prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
+            continue;
+        }
+        if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_LOWER, cap, 0, 0) < 0 && errno != EINVAL)
             die(err_fd, "unable to apply caps: %s", go_err(errno, eb, sizeof(eb)));
     }
 }
