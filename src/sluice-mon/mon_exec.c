@@ -51,13 +51,17 @@ static mon_exec *exec_find(mon *m, const char *id)
     return NULL;
 }
 
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
 static void close_scratch_fds(mon_exec *x)
 {
-    for (int *fd = &x->pid_fd; fd <= &x->log_fd; fd++) {
-        if (*fd >= 0)
-            close(*fd);
-        *fd = -1;
-    }
+    close_fd(&x->pid_fd);
+    close_fd(&x->log_fd);
 }
 
 static void exec_free(mon_exec *x)
