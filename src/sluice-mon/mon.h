@@ -124,7 +124,11 @@ struct mon_ctr {
     int64_t created_at, started_at, finished_at, start_issued_at;
     mon_io io;
     mon_console *console;
-    mon_job *job;   /* runc create/start/delete in flight */
+    mon_job *job; /* runc create/start/delete in flight */
+    /* a sweep deferred while other execs start (mon_exec_sweep.c): its
+     * start-time bound (0: none) and the killed exec, for the log */
+    unsigned long long sweep_since;
+    char sweep_exec[SL_MON_MAX_ID + 1];
     char *oom_file; /* its memory cgroup's OOM-kill counter (cgroup_host.h), or NULL */
     bool oom_killed;
     mon_job *update_job; /* runc update in flight (mon_update.c) */
@@ -342,6 +346,9 @@ int mon_proc_starttime(pid_t pid, unsigned long long *t);
 /* Kills the monitor's unknown children in ctr_id's mount namespace that
  * started at `since` or later (exec_id: for the log). */
 void mon_exec_sweep(mon *m, const char *ctr_id, unsigned long long since, const char *exec_id);
+/* Runs the sweeps deferred until no other exec of their container was
+ * starting; called when a runc exec or native starter ended. */
+void mon_exec_sweep_deferred(mon *m);
 
 /* mon_sess.c: streaming sessions handed over by sluiced, served on the
  * monitor's loop with libsluice */

@@ -245,6 +245,7 @@ static void exec_done(mon *m, int status, const char *err, void *data)
     mon_exec *x = data;
     x->job = NULL;
     runc_ended(m, status, err, x);
+    mon_exec_sweep_deferred(m);
     admit_next(m);
 }
 

@@ -10,7 +10,10 @@
  * namespace, started after that runc and known as no container or exec are
  * what it left, and are killed with their process groups. Every other
  * exec's pid file is read first: a runc writes it before it exits, so an
- * exec whose runc is gone is known by then. */
+ * exec whose runc is gone is known by then. An exec whose runc or starter
+ * still runs may already have its process, our child too and not known
+ * yet: while there is one, the sweep waits for it to end (without this, a
+ * storm of 300 timed-out ExecSyncs now and then killed one other exec). */
 #include <dirent.h>
 #include <limits.h>
 #include <signal.h>
@@ -86,6 +89,15 @@ static void check_task(mon *m, const char *tid, ino_t ns, unsigned long long sin
     fclose(f);
 }
 
+/* An exec of the container whose runc or starter runs, its pid unknown. */
+static bool starting(mon *m, const char *ctr_id)
+{
+    for (mon_exec *x = m->execs; x; x = x->next)
+        if (x->job && x->pid <= 0 && !strcmp(x->ctr_id, ctr_id))
+            return true;
+    return false;
+}
+
 void mon_exec_sweep(mon *m, const char *ctr_id, unsigned long long since, const char *exec_id)
 {
     mon_ctr *c = mon_ctr_find(m, ctr_id);
@@ -93,6 +105,16 @@ void mon_exec_sweep(mon *m, const char *ctr_id, unsigned long long since, const 
     if (!c || c->pid <= 0 || mnt_ns(c->pid, &ns) < 0)
         return;
     mon_exec_pids_refresh(m);
+    if (starting(m, ctr_id)) {
+        if (!c->sweep_since || since < c->sweep_since)
+            c->sweep_since = since;
+        snprintf(c->sweep_exec, sizeof(c->sweep_exec), "%s", exec_id);
+        mon_log(MON_DEBUG,
+                "exec %s: what its killed runc left is swept once the execs "
+                "starting in %s are known",
+                exec_id, ctr_id);
+        return;
+    }
     DIR *d = opendir("/proc/self/task");
     if (!d)
         return;
@@ -100,4 +122,17 @@ void mon_exec_sweep(mon *m, const char *ctr_id, unsigned long long since, const 
         if (de->d_name[0] != '.')
             check_task(m, de->d_name, ns, since, exec_id);
     closedir(d);
+}
+
+void mon_exec_sweep_deferred(mon *m)
+{
+    for (mon_ctr *c = m->ctrs; c; c = c->next) {
+        if (!c->sweep_since)
+            continue;
+        char exec_id[sizeof(c->sweep_exec)];
+        unsigned long long since = c->sweep_since;
+        snprintf(exec_id, sizeof(exec_id), "%s", c->sweep_exec);
+        c->sweep_since = 0;
+        mon_exec_sweep(m, c->id, since, exec_id); /* deferred again while one starts */
+    }
 }

@@ -28,7 +28,14 @@ function ipamOwners(dir) {
     if (!fs.statSync(nd).isDirectory()) continue;
     for (const f of fs.readdirSync(nd)) {
       if (!/^\d+\.\d+\.\d+\.\d+$/.test(f)) continue;
-      owners.push(fs.readFileSync(path.join(nd, f), 'utf8').split(/\s/)[0]);
+      let text;
+      try {
+        text = fs.readFileSync(path.join(nd, f), 'utf8');
+      } catch (e) { // released between the listing and the read: not an owner any more
+        if (e.code === 'ENOENT') continue;
+        throw e;
+      }
+      owners.push(text.split(/\s/)[0]);
     }
   }
   return owners;
