@@ -59,20 +59,24 @@ void mon_journal_init(mon_journal *j)
     j->fd[0] = j->fd[1] = j->note_fd = -1;
 }
 
+static int open_in(const char *dir, const char *name, int flags, sl_error *e)
+{
+    SL_AUTOFREE char *path = sl_path_join(dir, name);
+    int fd = path ? open(path, flags, 0600) : -1;
+    if (fd < 0)
+        sl_error_set(e, path ? errno : ENOMEM, "open %s/%s", dir, name);
+    return fd;
+}
+
 int mon_journal_open(mon_journal *j, const char *dir, bool resume, sl_error *e)
 {
     int flags = O_RDWR | O_CREAT | O_CLOEXEC | (resume ? 0 : O_TRUNC);
     mon_journal_init(j);
-    for (int s = 0; s < 3; s++) {
-        SL_AUTOFREE char *path = sl_path_join(dir, s < 2 ? journal_names[s] : "journal.note");
-        int fd = path ? open(path, flags, 0600) : -1;
-        if (fd < 0) {
-            int err = path ? errno : ENOMEM;
-            mon_journal_close(j);
-            return sl_error_set(e, err, "open %s/%s", dir,
-                                s < 2 ? journal_names[s] : "journal.note");
-        }
-        *(s < 2 ? &j->fd[s] : &j->note_fd) = fd;
+    if ((j->fd[0] = open_in(dir, journal_names[0], flags, e)) < 0 ||
+        (j->fd[1] = open_in(dir, journal_names[1], flags, e)) < 0 ||
+        (j->note_fd = open_in(dir, "journal.note", flags, e)) < 0) {
+        mon_journal_close(j);
+        return -1;
     }
     return 0;
 }
