@@ -29,6 +29,18 @@ static int call(bn_rt *rt, const char *path, const void *req, const ProtobufCMes
 {
     sl_error e;
     ProtobufCMessage *r = NULL;
+    /* A connection left idle past the runtime's idle timeout (sluiced's
+     * grpc-idle-timeout-ms: the runc-mode sluiced between its exec rows and
+     * the teardown) was closed with GOAWAY: dial again, as gRPC clients do. */
+    if (!sl_cri_client_usable(rt->cri)) {
+        sl_cri_client *fresh;
+        if (sl_cri_client_connect(rt->endpoint, BN_CALL_TIMEOUT_MS, &fresh, &e) < 0) {
+            bn_error("%s: %s: reconnecting to %s: %s", rt->name, path, rt->endpoint, e.msg);
+            return -1;
+        }
+        sl_cri_client_free(rt->cri);
+        rt->cri = fresh;
+    }
     int rc = sl_cri_client_call(rt->cri, path, req, d, &r, BN_CALL_TIMEOUT_MS, &e);
     if (rc != SL_CRI_OK) {
         bn_error("%s: %s: %s: %s", rt->name, path, sl_cri_code_name(rc), e.msg);
