@@ -139,10 +139,10 @@ static int listen_on(sk_server *srv, sl_error *e)
 
 static int tls_setup(sk_server *srv, sl_error *e)
 {
-    char err[512], note[1024];
+    char note[1024];
     sk_tls_files f = {srv->cfg.cert_path, srv->cfg.key_path, srv->cfg.tls_given};
-    if (!(srv->ssl_ctx = sk_tls_ctx_new(&f, srv->cfg.address, err, sizeof err, note, sizeof note)))
-        return sl_error_set(e, 0, "%s", err);
+    if (!(srv->ssl_ctx = sk_tls_ctx_new(&f, srv->cfg.address, e, note, sizeof note)))
+        return -1;
     if (*note)
         printf("sluice-kube: %s\n", note);
     return 0;
@@ -187,13 +187,9 @@ static void report_listener(sk_server *srv)
  * bad flag is seen at once rather than at the first exec. */
 static int runtime_tls_setup(sk_server *srv, sl_error *e)
 {
-    char err[512];
     const sk_config *c = &srv->cfg;
-    srv->rt_ssl_ctx =
-        sk_tls_client_ctx_new(c->rt_ca_file, c->rt_cert_file, c->rt_key_file, err, sizeof err);
-    if (!srv->rt_ssl_ctx)
-        return sl_error_set(e, 0, "%s", err);
-    return 0;
+    srv->rt_ssl_ctx = sk_tls_client_ctx_new(c->rt_ca_file, c->rt_cert_file, c->rt_key_file, e);
+    return srv->rt_ssl_ctx ? 0 : -1;
 }
 
 /* Serves until SIGINT or SIGTERM; -1 with *e when it cannot start. */

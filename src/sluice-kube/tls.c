@@ -31,23 +31,30 @@ struct sk_tls {
     bool failed;
 };
 
-static void ssl_errtext(char *err, size_t len, const char *what)
+int sk_tls_error(sl_error *e, const char *what, const char *fmt, ...)
 {
-    unsigned long e = ERR_get_error();
-    char buf[256] = "";
-    if (e)
-        ERR_error_string_n(e, buf, sizeof buf);
-    snprintf(err, len, "%s: %s", what, e ? buf : "unknown error");
-}
-
-/* OpenSSL's reason when it has one, else errno's (a file fopen refused). */
-static void file_errtext(char *err, size_t len, const char *path)
-{
-    int saved = errno;
-    if (ERR_peek_error())
-        ssl_errtext(err, len, path);
-    else
-        snprintf(err, len, "%s: %s", path, saved ? strerror(saved) : "no PEM key in it");
+    unsigned long first = ERR_peek_error(), sys = 0, err;
+    while ((err = ERR_get_error()) != 0)
+        if (!sys && ERR_SYSTEM_ERROR(err))
+            sys = err;
+    char ctx[SL_SYS_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    if (sys) /* a file OpenSSL could not open: errno says it all */
+        return sl_error_set(e, ERR_GET_REASON(sys), "%s", ctx);
+    const char *reason = first ? ERR_reason_error_string(first) : NULL;
+    char buf[256];
+    if (first && !reason) {
+        ERR_error_string_n(first, buf, sizeof buf);
+        reason = buf;
+    }
+    if (!what)
+        return sl_error_code(e, (int)first, "%s: %s", ctx,
+                             reason ? reason : "unknown OpenSSL error");
+    return sl_error_code(e, (int)first, "%s: %s%s%s", ctx, what, reason ? ": " : "",
+                         reason ? reason : "");
 }
 
 static int add_ext(X509 *x, int nid, const char *value)
@@ -137,39 +144,28 @@ static char *pem_of(X509 *x, EVP_PKEY *key, size_t *len)
     return out;
 }
 
-static int write_pem(X509 *x, EVP_PKEY *key, const char *path, int mode, char *err, size_t errlen)
+static int write_pem(X509 *x, EVP_PKEY *key, const char *path, int mode, sl_error *e)
 {
     size_t len = 0;
     SL_AUTOFREE char *pem = pem_of(x, key, &len);
-    sl_error e;
-    if (!pem) {
-        ssl_errtext(err, errlen, "encoding PEM");
-        return -1;
-    }
-    if (sl_write_file_atomic(path, pem, len, mode, &e) < 0) {
-        snprintf(err, errlen, "writing %s: %s", path, e.msg);
-        OPENSSL_cleanse(pem, len);
-        return -1;
-    }
+    if (!pem)
+        return sk_tls_error(e, "cannot encode PEM", "writing %s", path);
+    int rc = sl_write_file_atomic(path, pem, len, mode, e);
     OPENSSL_cleanse(pem, len);
-    return 0;
+    return rc < 0 ? sl_error_wrap(e, "writing %s", path) : 0;
 }
 
 /* The directory of path, made 0700 when missing (it holds the key). */
-static int make_parent(const char *path, char *err, size_t errlen)
+static int make_parent(const char *path, sl_error *e)
 {
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    SL_AUTOFREE char *dir = strdup(path);
+    if (!dir)
+        return sl_error_set(e, ENOMEM, "making the directory of %s", path);
     char *slash = strrchr(dir, '/');
     if (!slash || slash == dir)
         return 0;
     *slash = '\0';
-    sl_error e;
-    if (sl_mkdir_p(dir, 0700, &e) < 0) {
-        snprintf(err, errlen, "making %s: %s", dir, e.msg);
-        return -1;
-    }
-    return 0;
+    return sl_mkdir_p(dir, 0700, e) < 0 ? sl_error_wrap(e, "making %s", dir) : 0;
 }
 
 static X509 *read_cert(const char *path)
@@ -187,6 +183,23 @@ static EVP_PKEY *read_key(const char *path)
     EVP_PKEY *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
     if (f)
         fclose(f);
+    return k;
+}
+
+/* The operator's key (--tls-private-key-file); NULL with e naming the
+ * flag, the file and the cause. */
+static EVP_PKEY *load_key(const char *path, sl_error *e)
+{
+    ERR_clear_error();
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        sl_error_set(e, errno, "--tls-private-key-file %s", path);
+        return NULL;
+    }
+    EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+    fclose(f);
+    if (!k)
+        sk_tls_error(e, "no PEM private key in it", "--tls-private-key-file %s", path);
     return k;
 }
 
@@ -209,7 +222,7 @@ static const char *stale_reason(X509 *x, EVP_PKEY *key, const char *address)
 /* Loads the stored pair at cert_path/key_path when both exist and still
  * serve address; otherwise makes and stores a new one. note says which. */
 static int load_or_make(const sk_tls_files *f, const char *address, X509 **xo, EVP_PKEY **ko,
-                        char *err, size_t errlen, char *note, size_t notelen)
+                        sl_error *e, char *note, size_t notelen)
 {
     X509 *x = read_cert(f->cert);
     EVP_PKEY *key = x ? read_key(f->key) : NULL;
@@ -226,13 +239,11 @@ static int load_or_make(const sk_tls_files *f, const char *address, X509 **xo, E
     key = EVP_EC_gen("P-256");
     x = key ? make_cert(key, address) : NULL;
     if (!x) {
-        ssl_errtext(err, errlen, "making the serving certificate");
         EVP_PKEY_free(key);
-        return -1;
+        return sk_tls_error(e, NULL, "making the serving certificate");
     }
-    if (make_parent(f->key, err, errlen) < 0 || make_parent(f->cert, err, errlen) < 0 ||
-        write_pem(NULL, key, f->key, 0600, err, errlen) < 0 ||
-        write_pem(x, NULL, f->cert, 0644, err, errlen) < 0) {
+    if (make_parent(f->key, e) < 0 || make_parent(f->cert, e) < 0 ||
+        write_pem(NULL, key, f->key, 0600, e) < 0 || write_pem(x, NULL, f->cert, 0644, e) < 0) {
         X509_free(x);
         EVP_PKEY_free(key);
         return -1;
@@ -243,38 +254,42 @@ static int load_or_make(const sk_tls_files *f, const char *address, X509 **xo, E
     return 0;
 }
 
-static SSL_CTX *ctx_with(X509 *x, EVP_PKEY *key, const char *chain, char *err, size_t errlen)
+/* A server context serving key with x, or with the operator's chain
+ * (f->given: the file --tls-cert-file). */
+static SSL_CTX *ctx_with(X509 *x, EVP_PKEY *key, const sk_tls_files *f, sl_error *e)
 {
+    const char *chain = f->given ? f->cert : NULL;
+    ERR_clear_error(); /* so that a failure reports its own cause */
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
-    bool ok = ctx && SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    if (ok && chain)
-        ok = SSL_CTX_use_certificate_chain_file(ctx, chain) == 1;
-    else if (ok)
-        ok = SSL_CTX_use_certificate(ctx, x) == 1;
-    ok = ok && SSL_CTX_use_PrivateKey(ctx, key) == 1 && SSL_CTX_check_private_key(ctx) == 1;
-    if (!ok) {
-        ssl_errtext(err, errlen, chain ? chain : "setting up TLS");
-        SSL_CTX_free(ctx);
-        return NULL;
+    if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+        (!chain && SSL_CTX_use_certificate(ctx, x) != 1)) {
+        sk_tls_error(e, NULL, "setting up TLS");
+    } else if (chain && SSL_CTX_use_certificate_chain_file(ctx, chain) != 1) {
+        sk_tls_error(e, "no PEM certificate (chain) in it", "--tls-cert-file %s", chain);
+    } else if (SSL_CTX_use_PrivateKey(ctx, key) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+        if (chain)
+            sk_tls_error(e, "does not match --tls-cert-file", "--tls-private-key-file %s", f->key);
+        else
+            sk_tls_error(e, NULL, "setting up TLS");
+    } else {
+        return ctx;
     }
-    return ctx;
+    SSL_CTX_free(ctx);
+    return NULL;
 }
 
-void *sk_tls_ctx_new(const sk_tls_files *f, const char *address, char *err, size_t errlen,
-                     char *note, size_t notelen)
+void *sk_tls_ctx_new(const sk_tls_files *f, const char *address, sl_error *e, char *note,
+                     size_t notelen)
 {
     X509 *x = NULL;
     EVP_PKEY *key = NULL;
     SSL_CTX *ctx = NULL;
     *note = '\0';
     if (f->given) {
-        errno = 0;
-        if (!(key = read_key(f->key)))
-            file_errtext(err, errlen, f->key);
-        else
-            ctx = ctx_with(NULL, key, f->cert, err, errlen);
-    } else if (load_or_make(f, address, &x, &key, err, errlen, note, notelen) == 0) {
-        ctx = ctx_with(x, key, NULL, err, errlen);
+        if ((key = load_key(f->key, e)))
+            ctx = ctx_with(NULL, key, f, e);
+    } else if (load_or_make(f, address, &x, &key, e, note, notelen) == 0) {
+        ctx = ctx_with(x, key, f, e);
     }
     X509_free(x);
     EVP_PKEY_free(key);

@@ -16,6 +16,7 @@
 #include "mon_pf.h"
 #include "mon_sess_report.h"
 #include "mon_session.h"
+#include "sess_proc.h"
 #include "sluice/error.h"
 #include "sluice/server.h"
 
@@ -28,8 +29,7 @@ typedef struct sess {
     sl_stream_kind kind; /* exec or attach */
     char id[33];         /* exec_id or attach session: 32 hex digits, as sluiced's */
     char ctr_id[SL_MON_MAX_ID + 1];
-    sl_proc *proc; /* NULL once ended or cancelled */
-    bool running;  /* the exec or attach has started */
+    sl_sess_proc sp; /* its libsluice process */
 } sess;
 
 struct mon_sess_state {
@@ -90,16 +90,11 @@ static void sess_free(sess *s)
 
 static void end_proc(sess *s, bool failed, int code, const char *msg)
 {
-    sl_proc *proc = s->proc;
+    sl_proc *proc = sl_sess_proc_take(&s->sp);
     if (!proc)
         return;
-    s->proc = NULL;
-    sl_proc_set_data(proc, NULL);
     sess_free(s);
-    if (failed)
-        sl_proc_failed(proc, msg ? msg : "failed");
-    else
-        sl_proc_exited(proc, code, msg);
+    sl_sess_proc_end(proc, failed, code, msg);
 }
 
 void mon_sess_event(mon *m, const json_t *ev)
@@ -159,13 +154,11 @@ static void started_cb(mon *m, void *arg, bool ok, const json_t *fields, int *fd
 {
     (void)fields;
     sess *s = arg;
-    if (!ok || !s->proc) {
+    if (!ok || !s->sp.proc) {
         ignore_reply(m, NULL, ok, NULL, fds, names, nfds, NULL);
-        if (s->proc) {
-            char msg[SL_MON_ERR_TEXT + 512]; /* worded as sluiced's (stream_runtime.c) */
-            snprintf(msg, sizeof(msg), "%s%s",
-                     s->kind == SL_STREAM_EXEC ? "failed to exec in container: " : "",
-                     err ? err : "failed");
+        if (s->sp.proc) {
+            char msg[SL_MON_ERR_TEXT + 512];
+            sl_sess_proc_start_error(s->kind == SL_STREAM_EXEC, err, msg, sizeof msg);
             end_proc(s, true, 0, msg);
             return;
         }
@@ -179,8 +172,7 @@ static void started_cb(mon *m, void *arg, bool ok, const json_t *fields, int *fd
     sl_proc_endpoints ep = {take_fd("stdin", fds, names, nfds), take_fd("stdout", fds, names, nfds),
                             take_fd("stderr", fds, names, nfds), take_fd("tty", fds, names, nfds)};
     ignore_reply(m, NULL, ok, NULL, fds, names, nfds, NULL); /* any other */
-    s->running = true;
-    sl_proc_started(s->proc, &ep);
+    sl_sess_proc_started(&s->sp, &ep);
 }
 
 static void start(mon *m, sl_proc *proc, sess *s, json_t *msg)
@@ -192,8 +184,7 @@ static void start(mon *m, sl_proc *proc, sess *s, json_t *msg)
         sl_proc_failed(proc, "out of memory");
         return;
     }
-    s->proc = proc;
-    sl_proc_set_data(proc, s);
+    sl_sess_proc_bind(&s->sp, proc, s);
     mon_local_request(m, msg, started_cb, s);
     json_decref(msg);
 }
@@ -250,24 +241,20 @@ static void cancel(void *arg, sl_proc *proc)
     sess *s = sl_proc_data(proc);
     if (!s)
         return;
-    if (s->kind == SL_STREAM_EXEC && s->running) {
-        /* exec_exited follows and ends it */
-        run_simple(arg,
-                   json_pack("{s:s, s:i, s:s}", "type", "kill_exec", "id", 0, "exec_id", s->id));
-        return;
-    }
-    if (!s->running) { /* the start reply is still due: it frees s */
-        s->proc = NULL;
-        sl_proc_set_data(proc, NULL);
-        sl_proc_exited(proc, 137, "cancelled");
-        if (s->kind == SL_STREAM_EXEC) /* waiting for admission or starting: never runs */
+    bool exec = s->kind == SL_STREAM_EXEC;
+    switch (sl_sess_proc_cancel(&s->sp, exec)) {
+    case SL_SESS_CANCEL_END:
+        /* An attach client that went away: its pipes close with the
+         * session, and the monitor ends it as for any client (mon_attach.c). */
+        end_proc(s, false, 0, NULL);
+        break;
+    case SL_SESS_CANCEL_EARLY: /* the start reply is still due: it frees s */
+    case SL_SESS_CANCEL_KILL:
+        if (exec)
             run_simple(
                 arg, json_pack("{s:s, s:i, s:s}", "type", "kill_exec", "id", 0, "exec_id", s->id));
-        return;
+        break;
     }
-    /* An attach client that went away: its pipes close with the session,
-     * and the monitor ends it as for any client (mon_attach.c). */
-    end_proc(s, false, 0, NULL);
 }
 
 static void release(void *arg, sl_proc *proc)

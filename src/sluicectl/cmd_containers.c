@@ -150,13 +150,9 @@ static int start_one(ctl *c, const char *id, void *arg, sl_error *e)
 
 int cmd_start(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {CTL_OPT_HELP, CTL_OPT_END};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "", lo, start_help, cu_no_opt, NULL, &first, &rc))
-        return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl start --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, start_one, NULL);
+    return cu_plain_cmd(c, argc, argv, start_help,
+                        "needs at least one CONTAINER-ID (see sluicectl start --help)", CU_CTR,
+                        start_one);
 }
 
 static const char stop_help[] =
@@ -212,9 +208,9 @@ int cmd_stop(ctl *c, int argc, char **argv)
     int first, rc;
     if (ctl_parse(c, argc, argv, "t:", lo, stop_help, stop_opt, &s, &first, &rc))
         return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl stop --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, stop_one, &s);
+    return cu_each_arg(c, argc, argv, first,
+                       "needs at least one CONTAINER-ID (see sluicectl stop --help)", CU_CTR,
+                       stop_one, &s);
 }
 
 static const char rm_help[] =
@@ -378,15 +374,7 @@ static int inspect_one(ctl *c, const char *id, void *arg, sl_error *e)
 
 int cmd_inspect(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       CTL_OPT_HELP,
-                                       CTL_OPT_END};
-    cu_inspect o = {c, CTL_OUT_JSON, false};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:q", lo, inspect_help, cu_inspect_opt, &o, &first, &rc))
-        return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl inspect --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, inspect_one, &o);
+    return cu_inspect_cmd(c, argc, argv, inspect_help,
+                          "needs at least one CONTAINER-ID (see sluicectl inspect --help)", CU_CTR,
+                          inspect_one);
 }

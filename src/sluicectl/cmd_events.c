@@ -35,15 +35,12 @@ static bool stop(void *arg)
 int cmd_events(ctl *c, int argc, char **argv)
 {
     sl_error e;
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_JSON;
     cu_out_arg oa = {c, &out, false};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, events_help, cu_out_opt, &oa, &first, &rc))
+    int rc;
+    if (cu_parse_out_only(c, argc, argv, events_help, &oa,
+                          "takes no arguments (see sluicectl events --help)", &rc))
         return rc;
-    if (first < argc)
-        return ctl_usage(c, "takes no arguments (see sluicectl events --help)");
     cu_catch_interrupts();
     Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
     sl_cri_stream_cb cb = {on_event, stop, &out};

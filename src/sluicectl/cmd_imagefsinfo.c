@@ -30,15 +30,12 @@ static void fs_table(const char *label, Runtime__V1__FilesystemUsage **fs, size_
 int cmd_imagefsinfo(ctl *c, int argc, char **argv)
 {
     sl_error e;
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_JSON;
     cu_out_arg oa = {c, &out, true};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, imagefsinfo_help, cu_out_opt, &oa, &first, &rc))
+    int rc;
+    if (cu_parse_out_only(c, argc, argv, imagefsinfo_help, &oa,
+                          "takes no arguments (see sluicectl imagefsinfo --help)", &rc))
         return rc;
-    if (first < argc)
-        return ctl_usage(c, "takes no arguments (see sluicectl imagefsinfo --help)");
     Runtime__V1__ImageFsInfoRequest req = RUNTIME__V1__IMAGE_FS_INFO_REQUEST__INIT;
     Runtime__V1__ImageFsInfoResponse *r = (void *)ctl_img_call(
         c, "ImageFsInfo", &req.base, &runtime__v1__image_fs_info_response__descriptor, &e);

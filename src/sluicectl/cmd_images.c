@@ -217,17 +217,9 @@ static int inspecti_one(ctl *c, const char *ref, void *arg, sl_error *e)
 
 int cmd_inspecti(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       CTL_OPT_HELP,
-                                       CTL_OPT_END};
-    cu_inspect o = {c, CTL_OUT_JSON, false};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:q", lo, inspecti_help, cu_inspect_opt, &o, &first, &rc))
-        return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one IMAGE (see sluicectl inspecti --help)");
-    return cu_each(c, argc - first, argv + first, CU_RAW, inspecti_one, &o);
+    return cu_inspect_cmd(c, argc, argv, inspecti_help,
+                          "needs at least one IMAGE (see sluicectl inspecti --help)", CU_RAW,
+                          inspecti_one);
 }
 
 /* ---- rmi ---- */
@@ -340,7 +332,7 @@ int cmd_rmi(ctl *c, int argc, char **argv)
         return rc;
     if (o.all || o.prune)
         return rmi_all(c, o.prune && !o.all);
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one IMAGE, or -a / --prune (see sluicectl rmi --help)");
-    return cu_each(c, argc - first, argv + first, CU_RAW, rmi_one, NULL);
+    return cu_each_arg(c, argc, argv, first,
+                       "needs at least one IMAGE, or -a / --prune (see sluicectl rmi --help)",
+                       CU_RAW, rmi_one, NULL);
 }

@@ -64,15 +64,13 @@ typedef struct reader {
 
 /* ---- flags ---- */
 
+/* An integer; any negative one means -1 (all, no limit). */
 static int parse_i64_min1(ctl *c, const char *flag, const char *val, int64_t *out)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(val, &end, 10);
-    if (!*val || *end || errno)
-        return ctl_usage(c, "%s: \"%s\" is not an integer", flag, val);
-    *out = v < 0 ? -1 : v;
-    return 0;
+    int rc = ctl_parse_int(c, flag, val, out);
+    if (rc == 0 && *out < 0)
+        *out = -1;
+    return rc;
 }
 
 static int logs_opt(void *arg, int id, const char *val)

@@ -120,13 +120,9 @@ static int stopp_one(ctl *c, const char *id, void *arg, sl_error *e)
 
 int cmd_stopp(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {CTL_OPT_HELP, CTL_OPT_END};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "", lo, stopp_help, cu_no_opt, NULL, &first, &rc))
-        return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one POD-ID (see sluicectl stopp --help)");
-    return cu_each(c, argc - first, argv + first, CU_POD, stopp_one, NULL);
+    return cu_plain_cmd(c, argc, argv, stopp_help,
+                        "needs at least one POD-ID (see sluicectl stopp --help)", CU_POD,
+                        stopp_one);
 }
 
 static const char rmp_help[] = "Usage: sluicectl rmp [-f] [-a] [POD-ID...]\n"
@@ -194,9 +190,9 @@ int cmd_rmp(ctl *c, int argc, char **argv)
         return rc;
     if (o.all)
         return all_pods(c, &o);
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one POD-ID, or -a (see sluicectl rmp --help)");
-    return cu_each(c, argc - first, argv + first, CU_POD, rmp_one, &o);
+    return cu_each_arg(c, argc, argv, first,
+                       "needs at least one POD-ID, or -a (see sluicectl rmp --help)", CU_POD,
+                       rmp_one, &o);
 }
 
 /* ---- pods ---- */
@@ -428,15 +424,7 @@ static int inspectp_one(ctl *c, const char *id, void *arg, sl_error *e)
 
 int cmd_inspectp(ctl *c, int argc, char **argv)
 {
-    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       CTL_OPT_HELP,
-                                       CTL_OPT_END};
-    cu_inspect o = {c, CTL_OUT_JSON, false};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:q", lo, inspectp_help, cu_inspect_opt, &o, &first, &rc))
-        return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one POD-ID (see sluicectl inspectp --help)");
-    return cu_each(c, argc - first, argv + first, CU_POD, inspectp_one, &o);
+    return cu_inspect_cmd(c, argc, argv, inspectp_help,
+                          "needs at least one POD-ID (see sluicectl inspectp --help)", CU_POD,
+                          inspectp_one);
 }

@@ -26,15 +26,12 @@ static const char *cgroup_driver_name(int d)
 int cmd_runtime_config(ctl *c, int argc, char **argv)
 {
     sl_error e;
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_TABLE;
     cu_out_arg oa = {c, &out, true};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, runtime_config_help, cu_out_opt, &oa, &first, &rc))
+    int rc;
+    if (cu_parse_out_only(c, argc, argv, runtime_config_help, &oa,
+                          "takes no arguments (see sluicectl runtime-config --help)", &rc))
         return rc;
-    if (first < argc)
-        return ctl_usage(c, "takes no arguments (see sluicectl runtime-config --help)");
     Runtime__V1__RuntimeConfigRequest req = RUNTIME__V1__RUNTIME_CONFIG_REQUEST__INIT;
     Runtime__V1__RuntimeConfigResponse *r = (void *)ctl_rt_call(
         c, "RuntimeConfig", &req.base, &runtime__v1__runtime_config_response__descriptor, &e);

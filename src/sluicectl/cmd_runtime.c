@@ -16,15 +16,11 @@ static const char version_help[] =
 int cmd_version(ctl *c, int argc, char **argv)
 {
     sl_error e;
-    static const struct option lo[] = {
-        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
     ctl_out out = CTL_OUT_TABLE;
     cu_out_arg oa = {c, &out, true};
-    int first, rc;
-    if (ctl_parse(c, argc, argv, "o:", lo, version_help, cu_out_opt, &oa, &first, &rc))
+    int rc;
+    if (cu_parse_out_only(c, argc, argv, version_help, &oa, "takes no arguments", &rc))
         return rc;
-    if (first < argc)
-        return ctl_usage(c, "takes no arguments");
     Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
     req.version = (char *)"v1";
     Runtime__V1__VersionResponse *r = (void *)ctl_rt_call(
@@ -53,13 +49,9 @@ static const char info_help[] =
 int cmd_info(ctl *c, int argc, char **argv)
 {
     sl_error e;
-    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
-                                       {"quiet", no_argument, NULL, 'q'},
-                                       CTL_OPT_HELP,
-                                       CTL_OPT_END};
     cu_inspect o = {c, CTL_OUT_JSON, false};
     int first, rc;
-    if (ctl_parse(c, argc, argv, "o:q", lo, info_help, cu_inspect_opt, &o, &first, &rc))
+    if (cu_parse_inspect(c, argc, argv, info_help, &o, &first, &rc))
         return rc;
     if (first < argc)
         return ctl_usage(c, "takes no arguments");

@@ -70,15 +70,10 @@ static int cmp_stats(const void *a, const void *b)
     return strcmp(x->attributes ? x->attributes->id : "", y->attributes ? y->attributes->id : "");
 }
 
-static Runtime__V1__ListContainerStatsResponse *
-list(ctl *c, Runtime__V1__ListContainerStatsRequest *req, sl_error *e)
+static void sort_stats(ProtobufCMessage *m)
 {
-    Runtime__V1__ListContainerStatsResponse *r =
-        (void *)ctl_rt_call(c, "ListContainerStats", &req->base,
-                            &runtime__v1__list_container_stats_response__descriptor, e);
-    if (r)
-        qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_stats);
-    return r;
+    Runtime__V1__ListContainerStatsResponse *r = (void *)m;
+    qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_stats);
 }
 
 static uint64_t u64(const Runtime__V1__UInt64Value *v)
@@ -130,9 +125,12 @@ static int stats_row(ctl_table *t, const Runtime__V1__ContainerStats *s,
     return 0;
 }
 
-static int stats_table(stats_opts *o, const Runtime__V1__ListContainerStatsResponse *old,
-                       const Runtime__V1__ListContainerStatsResponse *now, sl_error *e)
+static int stats_table(void *arg, const ProtobufCMessage *old_msg, const ProtobufCMessage *now_msg,
+                       sl_error *e)
 {
+    const stats_opts *o = arg;
+    const Runtime__V1__ListContainerStatsResponse *old = (const void *)old_msg,
+                                                  *now = (const void *)now_msg;
     static const char *const hdr[] = {"CONTAINER", "NAME",   "CPU %", "MEM",
                                       "DISK",      "INODES", "SWAP"};
     ctl_table *t = ctl_table_new(7, hdr);
@@ -157,23 +155,37 @@ static int stats_table(stats_opts *o, const Runtime__V1__ListContainerStatsRespo
     return rc;
 }
 
-/* One sample (JSON/YAML) or two and the table; 0 (an interrupt too) or -1
- * with e set. */
-static int show(stats_opts *o, Runtime__V1__ListContainerStatsRequest *req, sl_error *e)
+/* One sample, or two and the table (the stats commands' common part). */
+static int sample_once(const cu_sampler *s, sl_error *e)
 {
-    Runtime__V1__ListContainerStatsResponse *old = list(o->c, req, e), *now = NULL;
+    ProtobufCMessage *old = ctl_rt_call(s->c, s->method, s->req, s->resp, e), *now = NULL;
     if (!old)
         return -1;
+    s->sort(old);
     int rc = 0;
-    if (o->out != CTL_OUT_TABLE)
-        cu_print_msg(&old->base, o->out);
-    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req, e)))
-        rc = stats_table(o, old, now, e);
-    else if (!cu_interrupted())
+    if (s->out != CTL_OUT_TABLE) {
+        cu_print_msg(old, s->out);
+    } else if (cu_sleep_ms(s->seconds * 1000) &&
+               (now = ctl_rt_call(s->c, s->method, s->req, s->resp, e))) {
+        s->sort(now);
+        rc = s->table(s->arg, old, now, e);
+    } else if (!cu_interrupted()) {
         rc = -1;
+    }
     fflush(stdout);
     ctl_free_msg(old);
     ctl_free_msg(now);
+    return rc;
+}
+
+int cu_sample(const cu_sampler *s, sl_error *e)
+{
+    if (s->watch)
+        cu_catch_interrupts();
+    int rc;
+    do
+        rc = sample_once(s, e);
+    while (rc == 0 && s->watch && cu_sleep_ms(CU_WATCH_PERIOD_MS));
     return rc;
 }
 
@@ -193,11 +205,17 @@ static int run_stats(stats_opts *o, const char *arg)
         f.n_label_selector = o->labels.n;
         f.label_selector = (void *)o->labels.ents;
         req.filter = &f;
-        if (o->watch)
-            cu_catch_interrupts();
-        do
-            rc = show(o, &req, &e);
-        while (rc == 0 && o->watch && cu_sleep_ms(CU_WATCH_PERIOD_MS));
+        cu_sampler s = {.c = c,
+                        .method = "ListContainerStats",
+                        .req = &req.base,
+                        .resp = &runtime__v1__list_container_stats_response__descriptor,
+                        .sort = sort_stats,
+                        .table = stats_table,
+                        .arg = o,
+                        .out = o->out,
+                        .watch = o->watch,
+                        .seconds = o->seconds};
+        rc = cu_sample(&s, &e);
     }
     free(id);
     free(pod);

@@ -60,15 +60,10 @@ static int cmp_pod_stats(const void *a, const void *b)
     return strcmp(x->attributes ? x->attributes->id : "", y->attributes ? y->attributes->id : "");
 }
 
-static Runtime__V1__ListPodSandboxStatsResponse *
-list(ctl *c, Runtime__V1__ListPodSandboxStatsRequest *req, sl_error *e)
+static void sort_pod_stats(ProtobufCMessage *m)
 {
-    Runtime__V1__ListPodSandboxStatsResponse *r =
-        (void *)ctl_rt_call(c, "ListPodSandboxStats", &req->base,
-                            &runtime__v1__list_pod_sandbox_stats_response__descriptor, e);
-    if (r)
-        qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_pod_stats);
-    return r;
+    Runtime__V1__ListPodSandboxStatsResponse *r = (void *)m;
+    qsort(r->stats, r->n_stats, sizeof *r->stats, cmp_pod_stats);
 }
 
 static const Runtime__V1__PodSandboxStats *
@@ -106,9 +101,12 @@ static int pod_row(ctl_table *t, const Runtime__V1__PodSandboxStats *s,
     return 0;
 }
 
-static int pods_table(statsp_opts *o, const Runtime__V1__ListPodSandboxStatsResponse *old,
-                      const Runtime__V1__ListPodSandboxStatsResponse *now, sl_error *e)
+static int pods_table(void *arg, const ProtobufCMessage *old_msg, const ProtobufCMessage *now_msg,
+                      sl_error *e)
 {
+    const statsp_opts *o = arg;
+    const Runtime__V1__ListPodSandboxStatsResponse *old = (const void *)old_msg,
+                                                   *now = (const void *)now_msg;
     static const char *const hdr[] = {"POD", "POD ID", "CPU %", "MEM"};
     ctl_table *t = ctl_table_new(4, hdr);
     for (size_t i = 0; i < now->n_stats; i++) {
@@ -128,26 +126,6 @@ static int pods_table(statsp_opts *o, const Runtime__V1__ListPodSandboxStatsResp
     return 0;
 }
 
-/* One sample (JSON/YAML) or two and the table; 0 (an interrupt too) or -1
- * with e set. */
-static int show(statsp_opts *o, Runtime__V1__ListPodSandboxStatsRequest *req, sl_error *e)
-{
-    Runtime__V1__ListPodSandboxStatsResponse *old = list(o->c, req, e), *now = NULL;
-    if (!old)
-        return -1;
-    int rc = 0;
-    if (o->out != CTL_OUT_TABLE)
-        cu_print_msg(&old->base, o->out);
-    else if (cu_sleep_ms(o->seconds * 1000) && (now = list(o->c, req, e)))
-        rc = pods_table(o, old, now, e);
-    else if (!cu_interrupted())
-        rc = -1;
-    fflush(stdout);
-    ctl_free_msg(old);
-    ctl_free_msg(now);
-    return rc;
-}
-
 static int run_statsp(statsp_opts *o, const char *arg)
 {
     sl_error e;
@@ -161,12 +139,17 @@ static int run_statsp(statsp_opts *o, const char *arg)
     f.n_label_selector = o->labels.n;
     f.label_selector = (void *)o->labels.ents;
     req.filter = &f;
-    if (o->watch)
-        cu_catch_interrupts();
-    int rc;
-    do
-        rc = show(o, &req, &e);
-    while (rc == 0 && o->watch && cu_sleep_ms(CU_WATCH_PERIOD_MS));
+    cu_sampler s = {.c = o->c,
+                    .method = "ListPodSandboxStats",
+                    .req = &req.base,
+                    .resp = &runtime__v1__list_pod_sandbox_stats_response__descriptor,
+                    .sort = sort_pod_stats,
+                    .table = pods_table,
+                    .arg = o,
+                    .out = o->out,
+                    .watch = o->watch,
+                    .seconds = o->seconds};
+    int rc = cu_sample(&s, &e);
     free(id);
     return rc < 0 ? ctl_fail(o->c, &e) : 0;
 }

@@ -1,7 +1,6 @@
 /* update: CRI UpdateContainerResources, as `crictl update`: the flags fill
  * LinuxContainerResources; what is not given is 0 (or ""), which runtimes
  * take as "leave as it is". */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +30,19 @@ typedef struct update_opts {
     Runtime__V1__LinuxContainerResources res;
 } update_opts;
 
-static int parse_i64(ctl *c, const char *flag, const char *val, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long v = strtoll(val, &end, 10);
-    if (!*val || *end || errno)
-        return ctl_usage(c, "%s: \"%s\" is not an integer", flag, val);
-    *out = v;
-    return 0;
-}
-
 static int update_opt(void *arg, int id, const char *val)
 {
     update_opts *o = arg;
     Runtime__V1__LinuxContainerResources *r = &o->res;
     switch (id) {
     case U_MEM:
-        return parse_i64(o->c, "--memory", val, &r->memory_limit_in_bytes);
+        return ctl_parse_int(o->c, "--memory", val, &r->memory_limit_in_bytes);
     case U_SHARES:
-        return parse_i64(o->c, "--cpu-share", val, &r->cpu_shares);
+        return ctl_parse_int(o->c, "--cpu-share", val, &r->cpu_shares);
     case U_QUOTA:
-        return parse_i64(o->c, "--cpu-quota", val, &r->cpu_quota);
+        return ctl_parse_int(o->c, "--cpu-quota", val, &r->cpu_quota);
     case U_PERIOD:
-        return parse_i64(o->c, "--cpu-period", val, &r->cpu_period);
+        return ctl_parse_int(o->c, "--cpu-period", val, &r->cpu_period);
     case U_CPUS:
         r->cpuset_cpus = (char *)val;
         return 0;
@@ -99,7 +87,7 @@ int cmd_update(ctl *c, int argc, char **argv)
     int first, rc;
     if (ctl_parse(c, argc, argv, "", lo, update_help, update_opt, &o, &first, &rc))
         return rc;
-    if (first >= argc)
-        return ctl_usage(c, "needs at least one CONTAINER-ID (see sluicectl update --help)");
-    return cu_each(c, argc - first, argv + first, CU_CTR, update_one, &o);
+    return cu_each_arg(c, argc, argv, first,
+                       "needs at least one CONTAINER-ID (see sluicectl update --help)", CU_CTR,
+                       update_one, &o);
 }

@@ -81,6 +81,21 @@ int cu_out_opt(void *arg, int id, const char *val)
     return ctl_parse_out(a->c, val, a->out, a->table_ok);
 }
 
+int cu_parse_out_only(ctl *c, int argc, char **argv, const char *help, cu_out_arg *oa,
+                      const char *noargs, int *rc)
+{
+    static const struct option lo[] = {
+        {"output", required_argument, NULL, 'o'}, CTL_OPT_HELP, CTL_OPT_END};
+    int first;
+    if (ctl_parse(c, argc, argv, "o:", lo, help, cu_out_opt, oa, &first, rc))
+        return 1;
+    if (first < argc) {
+        *rc = ctl_usage(c, "%s", noargs);
+        return 1;
+    }
+    return 0;
+}
+
 int cu_inspect_opt(void *arg, int id, const char *val)
 {
     cu_inspect *o = arg;
@@ -122,6 +137,44 @@ int cu_each(ctl *c, int n, char **refs, cu_kind kind, cu_each_fn fn, void *arg)
         free(id);
     }
     return rc;
+}
+
+int cu_each_arg(ctl *c, int argc, char **argv, int first, const char *need, cu_kind kind,
+                cu_each_fn fn, void *arg)
+{
+    if (first >= argc)
+        return ctl_usage(c, "%s", need);
+    return cu_each(c, argc - first, argv + first, kind, fn, arg);
+}
+
+int cu_plain_cmd(ctl *c, int argc, char **argv, const char *help, const char *need, cu_kind kind,
+                 cu_each_fn fn)
+{
+    static const struct option lo[] = {CTL_OPT_HELP, CTL_OPT_END};
+    int first, rc;
+    if (ctl_parse(c, argc, argv, "", lo, help, cu_no_opt, NULL, &first, &rc))
+        return rc;
+    return cu_each_arg(c, argc, argv, first, need, kind, fn, NULL);
+}
+
+int cu_parse_inspect(ctl *c, int argc, char **argv, const char *help, cu_inspect *o, int *first,
+                     int *rc)
+{
+    static const struct option lo[] = {{"output", required_argument, NULL, 'o'},
+                                       {"quiet", no_argument, NULL, 'q'},
+                                       CTL_OPT_HELP,
+                                       CTL_OPT_END};
+    return ctl_parse(c, argc, argv, "o:q", lo, help, cu_inspect_opt, o, first, rc);
+}
+
+int cu_inspect_cmd(ctl *c, int argc, char **argv, const char *help, const char *need, cu_kind kind,
+                   cu_each_fn fn)
+{
+    cu_inspect o = {c, CTL_OUT_JSON, false};
+    int first, rc;
+    if (cu_parse_inspect(c, argc, argv, help, &o, &first, &rc))
+        return rc;
+    return cu_each_arg(c, argc, argv, first, need, kind, fn, &o);
 }
 
 bool cu_regex_match(const char *pattern, const char *s)

@@ -34,6 +34,11 @@ typedef struct cu_out_arg {
     bool table_ok;
 } cu_out_arg;
 int cu_out_opt(void *arg, int id, const char *val);
+/* ctl_parse for a command whose one flag is -o/--output (into oa) and that
+ * takes no arguments (noargs: the usage error when it gets some).
+ * Nonzero when the command is to stop and return *rc (help, usage error). */
+int cu_parse_out_only(ctl *c, int argc, char **argv, const char *help, cu_out_arg *oa,
+                      const char *noargs, int *rc);
 
 /* -o and crictl's -q/--quiet ("do not show verbose information") of info
  * and the inspect commands: arg is a cu_inspect. */
@@ -43,6 +48,9 @@ typedef struct cu_inspect {
     bool quiet;
 } cu_inspect;
 int cu_inspect_opt(void *arg, int id, const char *val);
+/* ctl_parse of -o and -q into o (info and the inspect commands). */
+int cu_parse_inspect(ctl *c, int argc, char **argv, const char *help, cu_inspect *o, int *first,
+                     int *rc);
 /* Prints a status answer as JSON/YAML, without its "info" under -q. */
 void cu_print_status(const ProtobufCMessage *m, const cu_inspect *o);
 int cu_no_opt(void *arg, int id, const char *val);
@@ -52,6 +60,19 @@ int cu_no_opt(void *arg, int id, const char *val);
  * Returns 0 or CTL_EXIT_FAIL if any failed. */
 typedef int (*cu_each_fn)(ctl *c, const char *id, void *arg, sl_error *e);
 int cu_each(ctl *c, int n, char **refs, cu_kind kind, cu_each_fn fn, void *arg);
+/* cu_each over argv[first..argc) (what ctl_parse left), which must not
+ * be empty: need is the usage error then. */
+int cu_each_arg(ctl *c, int argc, char **argv, int first, const char *need, cu_kind kind,
+                cu_each_fn fn, void *arg);
+/* A whole command without flags (start, stopp): one or more refs of kind,
+ * each done by fn (arg NULL). */
+int cu_plain_cmd(ctl *c, int argc, char **argv, const char *help, const char *need, cu_kind kind,
+                 cu_each_fn fn);
+/* A whole inspect command (inspect, inspectp, inspecti): -o (json by
+ * default), -q, then one or more refs of kind, each shown by fn (arg: the
+ * cu_inspect). */
+int cu_inspect_cmd(ctl *c, int argc, char **argv, const char *help, const char *need, cu_kind kind,
+                   cu_each_fn fn);
 
 bool cu_regex_match(const char *pattern, const char *s);
 /* "Title:\n    k -> v" for a string map (entries of any *Entry type). */
@@ -75,6 +96,25 @@ void cu_clear_screen(void);
 /* CPU % between two samples as crictl computes it (0 without CPU time);
  * -1 when the runtime took no new sample in between. */
 double cu_cpu_percent(const Runtime__V1__CpuUsage *now, const Runtime__V1__CpuUsage *before);
+/* stats and statsp: one answer printed as JSON/YAML, or two samples
+ * seconds apart and the table made from them; with watch, again until
+ * interrupted. */
+typedef struct cu_sampler {
+    ctl *c;
+    const char *method; /* ListContainerStats, ListPodSandboxStats */
+    const ProtobufCMessage *req;
+    const ProtobufCMessageDescriptor *resp;
+    void (*sort)(ProtobufCMessage *r); /* the answer's entries, by ID */
+    /* Prints the table of two samples (after clearing a terminal under
+     * watch); 0 or -1 with e set. */
+    int (*table)(void *arg, const ProtobufCMessage *old, const ProtobufCMessage *now, sl_error *e);
+    void *arg;
+    ctl_out out;
+    bool watch;
+    uint64_t seconds;
+} cu_sampler;
+/* 0 (an interrupt too) or -1 with e set. */
+int cu_sample(const cu_sampler *s, sl_error *e);
 
 /* ---- pulling (cmd_pull.c), shared by pull, create and run ---- */
 enum {

@@ -91,6 +91,9 @@ int ctl_parse(ctl *c, int argc, char **argv, const char *shortopts, const struct
 int ctl_usage(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int ctl_parse_out(ctl *c, const char *val, ctl_out *out, bool table_ok);
 int ctl_parse_uint(ctl *c, const char *flag, const char *val, uint64_t max, uint64_t *out);
+/* A decimal integer of either sign; a usage error "FLAG: \"VAL\" is not an
+ * integer" (printed, CTL_EXIT_USAGE returned) otherwise. */
+int ctl_parse_int(ctl *c, const char *flag, const char *val, int64_t *out);
 /* Go-style duration ("2s", "500ms", "1m30s") or plain seconds ("2"). */
 int ctl_parse_duration_ms(const char *val, uint64_t *ms);
 

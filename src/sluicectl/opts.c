@@ -84,6 +84,17 @@ int ctl_parse_uint(ctl *c, const char *flag, const char *val, uint64_t max, uint
     return 0;
 }
 
+int ctl_parse_int(ctl *c, const char *flag, const char *val, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(val, &end, 10);
+    if (!*val || *end || errno)
+        return ctl_usage(c, "%s: \"%s\" is not an integer", flag, val);
+    *out = v;
+    return 0;
+}
+
 static int unit_ms(const char *u, size_t n, double *mul)
 {
     static const struct {

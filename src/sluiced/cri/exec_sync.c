@@ -272,7 +272,7 @@ static void sync_started(void *arg, const json_t *rep, int *fds, size_t nfds)
         capture_start(op, &op->out, s->rt->loop, out);
         capture_start(op, &op->err, s->rt->loop, errfd);
     }
-    s->running = true;
+    s->sp.running = true;
     if (err)
         sync_end(s, true, 0, err);
 }

@@ -50,16 +50,11 @@ void sl_sess_free(sl_stream_sess *s)
 /* Ends a streaming session (not ExecSync, which has its own end). */
 static void end_proc(sl_stream_sess *s, bool failed, int code, const char *msg)
 {
-    sl_proc *proc = s->proc;
+    sl_proc *proc = sl_sess_proc_take(&s->sp);
     if (!proc)
         return;
-    s->proc = NULL;
-    sl_proc_set_data(proc, NULL);
     sl_sess_free(s);
-    if (failed)
-        sl_proc_failed(proc, msg);
-    else
-        sl_proc_exited(proc, code, NULL);
+    sl_sess_proc_end(proc, failed, code, failed ? msg : NULL);
 }
 
 static void end_sess(sl_stream_sess *s, bool failed, int code, const char *msg)
@@ -128,14 +123,12 @@ static void started_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
                       : json_is_true(json_object_get(reply, "ok"))
                           ? NULL
                           : json_string_value(json_object_get(reply, "error"));
-    if (err || !s->proc) {
+    if (err || !s->sp.proc) {
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
-        if (s->proc) {
+        if (s->sp.proc) {
             char msg[SL_MON_MAX_MESSAGE / 16]; /* the client sees it in an InternalError */
-            snprintf(msg, sizeof(msg), "%s%s",
-                     s->kind == SL_SESS_EXEC ? "failed to exec in container: " : "",
-                     err ? err : "failed");
+            sl_sess_proc_start_error(s->kind == SL_SESS_EXEC, err, msg, sizeof msg);
             end_proc(s, true, 0, msg);
             return;
         }
@@ -151,8 +144,7 @@ static void started_cb(void *arg, const json_t *reply, int *fds, size_t nfds)
     for (size_t i = 0; i < nfds; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    s->running = true;
-    sl_proc_started(s->proc, &ep);
+    sl_sess_proc_started(&s->sp, &ep);
 }
 
 /* Finds the running container and its monitor, or fails proc. */
@@ -178,8 +170,7 @@ static void send_start(sl_rt *rt, sl_proc *proc, sl_stream_sess *s, sl_monc *m, 
         sl_proc_failed(proc, "out of memory");
         return;
     }
-    s->proc = proc;
-    sl_proc_set_data(proc, s);
+    sl_sess_proc_bind(&s->sp, proc, s);
     (void)rt;
     if (sl_monc_request(m, req, NULL, 0, started_cb, s, &e) < 0)
         end_proc(s, true, 0, e.msg);
@@ -255,20 +246,17 @@ static void cancel(void *arg, sl_proc *proc)
     sl_stream_sess *s = sl_proc_data(proc);
     if (!s)
         return;
-    if (s->kind == SL_SESS_EXEC && s->running) {
-        /* exec_exited follows and ends it */
-        send_simple(arg, s, json_pack("{s:s, s:s}", "type", "kill_exec", "exec_id", s->id));
-        return;
-    }
-    if (!s->running) { /* the start reply is still due: it frees s */
-        s->proc = NULL;
-        sl_proc_set_data(proc, NULL);
-        sl_proc_exited(proc, 137, "cancelled");
-        if (s->kind == SL_SESS_EXEC) /* waiting for admission or starting: never runs */
+    bool exec = s->kind == SL_SESS_EXEC;
+    switch (sl_sess_proc_cancel(&s->sp, exec)) {
+    case SL_SESS_CANCEL_END:
+        end_proc(s, false, 0, NULL); /* an attach just goes away */
+        break;
+    case SL_SESS_CANCEL_EARLY: /* the start reply is still due: it frees s */
+    case SL_SESS_CANCEL_KILL:
+        if (exec)
             send_simple(arg, s, json_pack("{s:s, s:s}", "type", "kill_exec", "exec_id", s->id));
-        return;
+        break;
     }
-    end_proc(s, false, 0, NULL); /* an attach just goes away */
 }
 
 static void release(void *arg, sl_proc *proc)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "cri/rt.h"
+#include "sess_proc.h"
 
 enum { SL_SESS_EXEC, SL_SESS_ATTACH, SL_SESS_SYNC };
 
@@ -17,8 +18,8 @@ struct sl_stream_sess {
     char id[33];
     char pod_id[SL_ID_HEX + 1];
     char ctr_id[SL_ID_HEX + 1];
-    sl_proc *proc; /* streaming sessions; NULL once ended or cancelled */
-    bool running;  /* the monitor has started it */
+    sl_sess_proc sp; /* streaming sessions' libsluice process; sp.running: the
+                        monitor has started it (an ExecSync too) */
     /* ExecSync: called once when the exec ends or its monitor goes away. */
     void (*on_end)(sl_stream_sess *s, bool failed, int code, const char *msg);
     void *data;
