@@ -273,7 +273,10 @@ static void answer_exec(app *a, char *words)
     for (char *save, *w = strtok_r(words, sep, &save); w && n < MAX_ARGS;
          w = strtok_r(NULL, sep, &save))
         argv[n++] = w;
-    sl_exec_request req = {.container_id = "host", .cmd = argv, .ncmd = n};
+    sl_exec_request req = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                           .container_id = "host",
+                           .cmd = argv,
+                           .ncmd = n};
     req.in = req.out = req.err = true;
     char *url = NULL;
     const char *why = NULL;
@@ -292,7 +295,10 @@ static void answer_portforward(app *a, char *words)
     for (char *save, *w = strtok_r(words, " ", &save); w && n < MAX_ARGS;
          w = strtok_r(NULL, " ", &save))
         ports[n++] = (uint16_t)strtoul(w, NULL, 10); /* a bad one is 0: refused below */
-    sl_portforward_request req = {.pod_sandbox_id = "host", .ports = ports, .nports = n};
+    sl_portforward_request req = {.struct_size = SL_STRUCT_SIZE(sl_portforward_request),
+                                  .pod_sandbox_id = "host",
+                                  .ports = ports,
+                                  .nports = n};
     char *url = NULL;
     const char *why = NULL;
     int rc = sl_server_get_portforward(a->server, &req, &url, &why);

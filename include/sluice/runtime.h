@@ -42,8 +42,33 @@
 #include <stdint.h>
 #include "sluice/common.h"
 
-/* A CRI ExecRequest, as parked under a token. */
+/* ---- the requests ----
+ * A CRI ExecRequest, AttachRequest or PortForwardRequest. Each starts with
+ * struct_size (the size rule of sluice/common.h), because the CRI grows its
+ * requests and these must grow with them; a field is only ever added at
+ * the end, and one added after the first version (0.3.0) that a smaller
+ * struct_size lacks is taken as 0 / NULL / false unless its comment names
+ * another default.
+ *
+ * Handed to the library (sl_server_get_exec/_attach/_portforward, inside an
+ * sl_stream_request to sl_server_adopt and sl_stream_request_copy): the
+ * caller sets `.struct_size = SL_STRUCT_SIZE(sl_exec_request)` (and so on)
+ * and zeroes what it does not set (a designated initializer does both).
+ * The library reads only the fields inside struct_size; it refuses a
+ * struct_size below the first version's (0, a struct_size forgotten,
+ * included) with SL_ERR_INVAL, and a larger one whose bytes past the
+ * fields it knows are not all zero with SL_ERR_UNSUPPORTED. The struct and
+ * what it points to are only read, during the call.
+ *
+ * Handed to the runtime (exec_start, attach_start, the hand-off function
+ * of sluice/server.h): struct_size is the library's sizeof. A runtime
+ * built against a newer header than the library it runs with reads a
+ * field added after 0.3.0 only when SL_HAS_FIELD(req, sl_exec_request,
+ * field) is true. The struct and its strings are the library's and valid
+ * during the call only: copy what you keep. */
+
 typedef struct sl_exec_request {
+    size_t struct_size; /* SL_STRUCT_SIZE(sl_exec_request) */
     const char *container_id;
     const char *const *cmd; /* argv, ncmd entries */
     size_t ncmd;
@@ -53,8 +78,8 @@ typedef struct sl_exec_request {
     bool err; /* stderr */
 } sl_exec_request;
 
-/* A CRI AttachRequest. */
 typedef struct sl_attach_request {
+    size_t struct_size; /* SL_STRUCT_SIZE(sl_attach_request) */
     const char *container_id;
     bool tty;
     bool in;
@@ -62,8 +87,10 @@ typedef struct sl_attach_request {
     bool err;
 } sl_attach_request;
 
-/* A CRI PortForwardRequest. ports is used only by the WebSocket protocol. */
+/* ports is used only by the WebSocket protocol (SPDY names the port in
+ * each stream). */
 typedef struct sl_portforward_request {
+    size_t struct_size; /* SL_STRUCT_SIZE(sl_portforward_request) */
     const char *pod_sandbox_id;
     const uint16_t *ports;
     size_t nports;
@@ -95,7 +122,8 @@ typedef struct sl_pfconn sl_pfconn;
  * table: it need not outlive the call. */
 typedef struct sl_runtime_ops {
     size_t struct_size; /* sizeof(sl_runtime_ops) of the caller */
-    /* Start req; `initial` is the terminal size known so far, or NULL. */
+    /* Start req (its struct_size set by the library: see "the requests"
+     * above); `initial` is the terminal size known so far, or NULL. */
     void (*exec_start)(void *rt, sl_proc *proc, const sl_exec_request *req,
                        const sl_term_size *initial);
     void (*attach_start)(void *rt, sl_proc *proc, const sl_attach_request *req,

@@ -129,9 +129,31 @@ typedef enum sl_stream_kind {
     SL_STREAM_PORTFORWARD = 3,
 } sl_stream_kind;
 
-/* A parked exec, attach or port-forward request: what a token stands for.
- * A copy made by sl_stream_request_copy() owns every string and array. */
+/* A parked exec, attach or port-forward request: what a token stands for;
+ * a tagged union of the requests of sluice/runtime.h.
+ *
+ * Sizes: struct_size is the caller's sizeof(sl_stream_request)
+ * (SL_STRUCT_SIZE); the member that kind names carries its own struct_size
+ * (SL_STRUCT_SIZE of its type) and is read by that, as when it is passed
+ * alone, so each request type grows on its own. The member must fit:
+ * offsetof(sl_stream_request, u) + its struct_size <= struct_size, else
+ * SL_ERR_INVAL. A request growing grows the union at the end (never with
+ * a field aligned more strictly than a pointer), so kind and u never move
+ * and sl_stream_request itself never gains a field: what is new about a
+ * request goes into its member.
+ *
+ *   sl_stream_request r = {
+ *       .struct_size = SL_STRUCT_SIZE(sl_stream_request),
+ *       .kind = SL_STREAM_EXEC,
+ *       .u.exec = {.struct_size = SL_STRUCT_SIZE(sl_exec_request), ...},
+ *   };
+ *
+ * One the library hands out (the hand-off function, a copy) has both sizes
+ * set to the library's: test SL_HAS_FIELD(&r->u.exec, sl_exec_request, f)
+ * before reading a member field added after 0.3.0. A copy made by
+ * sl_stream_request_copy() owns every string and array. */
 typedef struct sl_stream_request {
+    size_t struct_size; /* SL_STRUCT_SIZE(sl_stream_request) */
     sl_stream_kind kind;
     union {
         sl_exec_request exec;      /* SL_STREAM_EXEC */
@@ -140,10 +162,20 @@ typedef struct sl_stream_request {
     } u;
 } sl_stream_request;
 
-/* A deep copy of r (NULL strings become ""), owned by the caller, who
- * frees it with sl_stream_request_free(). r is only read. NULL when out of
- * memory or for an unknown kind. Any thread. */
-SL_EXPORT sl_stream_request *sl_stream_request_copy(const sl_stream_request *r);
+/* Makes *out a deep copy of r (NULL strings become ""), owned by the
+ * caller, who frees it with sl_stream_request_free(); its sizes are this
+ * library's (so it may be larger than the caller's struct). r is only
+ * read, at its sizes (the size rule above); *out is set only on SL_OK. Any
+ * thread.
+ * Returns:
+ *   SL_OK;
+ *   SL_ERR_INVAL: r or out NULL, an unknown kind, a member struct_size
+ *     below 0.3.0's, or an r->struct_size too small to hold the member
+ *     (0 included);
+ *   SL_ERR_UNSUPPORTED: r's member, from a newer header, sets a field
+ *     this library does not know;
+ *   SL_ERR_NOMEM. */
+SL_EXPORT int sl_stream_request_copy(const sl_stream_request *r, sl_stream_request **out);
 /* Frees a copy made by sl_stream_request_copy() and everything it owns
  * (never a struct the caller built); NULL is fine. Any thread. */
 SL_EXPORT void sl_stream_request_free(sl_stream_request *r);
@@ -227,12 +259,17 @@ SL_EXPORT uint16_t sl_server_port(const sl_server *s);
 
 /* Validate req (as the kubelet library does), park a deep copy of it under
  * a new single-use token (valid token_ttl_ms) and return the absolute URL.
- * req is only read (the caller keeps it). url and errmsg must not be NULL.
- * Only after a successful sl_server_start(); loop thread.
+ * req is only read, at its struct_size (sluice/runtime.h: the caller sets
+ * it with SL_STRUCT_SIZE); the caller keeps it. url and errmsg must not be
+ * NULL. Only after a successful sl_server_start(); loop thread.
  * Returns:
  *   SL_OK: *url is the URL (malloc'd, the caller frees it), *errmsg NULL;
  *   SL_ERR_INVAL: the request is refused; *errmsg (static text, the
- *     kubelet's words, e.g. "missing required container_id") says why;
+ *     kubelet's words, e.g. "missing required container_id", or
+ *     "struct_size below this library's first version" for req NULL or a
+ *     struct_size below 0.3.0's) says why;
+ *   SL_ERR_UNSUPPORTED: req, from a newer header, sets a field this
+ *     library does not know; *errmsg says so;
  *   SL_ERR_FULL: max_pending_tokens unconsumed tokens exist;
  *   SL_ERR_SYS: getrandom() failed for the token (errno);
  *   SL_ERR_STATE: the server was not started;
@@ -260,7 +297,8 @@ typedef struct sl_handoff sl_handoff;
  * socket (non-blocking, close-on-exec), owned by fn from now on whatever
  * happens. head, len: every byte read from the connection (the request
  * head and whatever followed it), valid during the call. req: valid during
- * the call (sl_stream_request_copy() to keep it). fn (now or later, on the
+ * the call (sl_stream_request_copy() to keep it), its sizes the library's
+ * (see sl_stream_request). fn (now or later, on the
  * loop thread) calls sl_handoff_done(h, ...) exactly once. */
 typedef void (*sl_server_handoff_fn)(void *arg, sl_handoff *h, int fd, const uint8_t *head,
                                      size_t len, const sl_stream_request *req);
@@ -288,7 +326,8 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
  * consumed: fd is a connected stream socket (owned by the server from this
  * call on, on every return), head/len every byte read from it so far (a
  * complete request head and what followed; copied), req what its token
- * stood for (copied). limits, when not NULL, replace the server's session
+ * stood for (copied, read at its sizes as sl_stream_request_copy() reads
+ * it). limits, when not NULL, replace the server's session
  * limits for this connection (the SL_LIMIT_SESSION fields of
  * sluice/limits.h: idle_timeout_ms, creation_timeout_ms, max_request_line,
  * max_headers, max_head_size, max_ws_message, output_high_water,
@@ -296,10 +335,16 @@ SL_EXPORT void sl_handoff_done(sl_handoff *h, int outcome, const char *message);
  * server need not listen. Returns SL_OK once the server owns the
  * conversation with the client: it upgrades the connection, or answers
  * with an HTTP error (503 when max_sessions sessions are live, 400 when the head does not parse).
- * On any other return (SL_ERR_INVAL for a bad fd or request, a limits
- * struct_size below 0.2.0's or a spdy_* limit out of range, SL_ERR_UNSUPPORTED for a limits field
- * this library does not know, SL_ERR_NOMEM, SL_ERR_CLOSED while closing) nothing was written and fd
- * is closed (except fd < 0). Loop thread. */
+ * On any other return nothing was written and fd is closed (except
+ * fd < 0):
+ *   SL_ERR_INVAL: a bad fd; head NULL with len > 0; req NULL, of an
+ *     unknown kind or refused by the size rule (as sl_stream_request_copy);
+ *     a limits struct_size below 0.2.0's or a spdy_* limit out of range;
+ *   SL_ERR_UNSUPPORTED: req's member or limits, from a newer header, sets
+ *     a field this library does not know;
+ *   SL_ERR_NOMEM;
+ *   SL_ERR_CLOSED: the server is closing.
+ * Loop thread. */
 SL_EXPORT int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
                               const sl_stream_request *req, const sl_server_config *limits);
 

@@ -306,13 +306,14 @@ int sl_server_adopt(sl_server *s, int fd, const uint8_t *head, size_t len,
         close(fd);
         return s->closing ? SL_ERR_CLOSED : SL_ERR_INVAL;
     }
-    sl_stream_req *copy = sl_stream_request_copy(req);
-    if (!copy) {
+    sl_stream_req *copy = NULL;
+    int rc = sl_stream_request_copy(req, &copy);
+    if (rc < 0) {
         close(fd);
-        return SL_ERR_NOMEM;
+        return rc;
     }
     sl_server_config cfg = s->cfg;
-    int rc = limits ? adopt_limits(&cfg, limits) : SL_OK;
+    rc = limits ? adopt_limits(&cfg, limits) : SL_OK;
     if (rc < 0) {
         sl_stream_req_free(copy);
         close(fd);
@@ -347,16 +348,18 @@ size_t sl_server_pending_tokens(const sl_server *s)
     return sl_token_cache_pending(s->tokens, uv_now(s->loop));
 }
 
-static int park(sl_server *s, sl_stream_req *req, const char *method, char **url)
+/* Parks a deep copy of in, a request of kind read by read_req() and
+ * validated. */
+static int park(sl_server *s, sl_stream_kind kind, const void *in, const char *method, char **url)
 {
-    if (!req)
-        return SL_ERR_NOMEM;
-    if (!s->base_url || s->closing) { /* no URL to hand out, or nobody to serve it */
-        sl_stream_req_free(req);
+    if (!s->base_url || s->closing) /* no URL to hand out, or nobody to serve it */
         return SL_ERR_STATE;
-    }
+    sl_stream_req *req = NULL;
+    int rc = sl_stream_req_new(kind, in, &req);
+    if (rc < 0)
+        return rc;
     char token[SL_TOKEN_LEN + 1];
-    int rc = sl_token_cache_insert(s->tokens, req->kind, req, uv_now(s->loop), token);
+    rc = sl_token_cache_insert(s->tokens, req->kind, req, uv_now(s->loop), token);
     if (rc < 0) {
         sl_stream_req_free(req);
         return rc;
@@ -367,6 +370,18 @@ static int park(sl_server *s, sl_stream_req *req, const char *method, char **url
         return SL_ERR_NOMEM;
     }
     return SL_OK;
+}
+
+/* The caller's request at this library's size (the size rule of
+ * sluice/runtime.h), with the words for a refusal. */
+static int read_req(sl_stream_kind kind, void *dst, const void *req, const char **errmsg)
+{
+    int rc = sl_stream_req_read(kind, dst, req);
+    if (rc == SL_ERR_INVAL)
+        *errmsg = "struct_size below this library's first version";
+    else if (rc < 0)
+        *errmsg = "the request sets a field this library does not know";
+    return rc;
 }
 
 /* The kubelet library's checks (protocol notes §2.4), same texts. */
@@ -382,39 +397,50 @@ static const char *check_streams(const char *id, bool tty, bool in, bool out, bo
     return NULL;
 }
 
-int sl_server_get_exec(sl_server *s, const sl_exec_request *req, char **url, const char **errmsg)
+int sl_server_get_exec(sl_server *s, const sl_exec_request *in, char **url, const char **errmsg)
 {
+    sl_exec_request req;
     *url = NULL;
-    *errmsg = check_streams(req->container_id, req->tty, req->in, req->out, req->err,
+    int rc = read_req(SL_STREAM_EXEC, &req, in, errmsg);
+    if (rc < 0)
+        return rc;
+    *errmsg = check_streams(req.container_id, req.tty, req.in, req.out, req.err,
                             "one of stdin, stdout, or stderr must be set");
-    if (!*errmsg && req->ncmd == 0)
+    if (!*errmsg && req.ncmd == 0)
         *errmsg = "missing required cmd";
     if (*errmsg)
         return SL_ERR_INVAL;
-    return park(s, sl_stream_req_exec(req), "exec", url);
+    return park(s, SL_STREAM_EXEC, &req, "exec", url);
 }
 
-int sl_server_get_attach(sl_server *s, const sl_attach_request *req, char **url,
-                         const char **errmsg)
+int sl_server_get_attach(sl_server *s, const sl_attach_request *in, char **url, const char **errmsg)
 {
+    sl_attach_request req;
     *url = NULL;
-    *errmsg = check_streams(req->container_id, req->tty, req->in, req->out, req->err,
+    int rc = read_req(SL_STREAM_ATTACH, &req, in, errmsg);
+    if (rc < 0)
+        return rc;
+    *errmsg = check_streams(req.container_id, req.tty, req.in, req.out, req.err,
                             "one of stdin, stdout, and stderr must be set");
     if (*errmsg)
         return SL_ERR_INVAL;
-    return park(s, sl_stream_req_attach(req), "attach", url);
+    return park(s, SL_STREAM_ATTACH, &req, "attach", url);
 }
 
-int sl_server_get_portforward(sl_server *s, const sl_portforward_request *req, char **url,
+int sl_server_get_portforward(sl_server *s, const sl_portforward_request *in, char **url,
                               const char **errmsg)
 {
+    sl_portforward_request req;
     *url = NULL;
+    int rc = read_req(SL_STREAM_PORTFORWARD, &req, in, errmsg);
+    if (rc < 0)
+        return rc;
     *errmsg = NULL;
-    if (!req->pod_sandbox_id || !*req->pod_sandbox_id) {
+    if (!req.pod_sandbox_id || !*req.pod_sandbox_id) {
         *errmsg = "missing required pod_sandbox_id";
         return SL_ERR_INVAL;
     }
-    return park(s, sl_stream_req_portforward(req), "portforward", url);
+    return park(s, SL_STREAM_PORTFORWARD, &req, "portforward", url);
 }
 
 static void maybe_closed(sl_server *s)

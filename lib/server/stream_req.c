@@ -3,12 +3,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-static sl_stream_req *req_new(sl_stream_kind kind)
+#include "sluice/error.h"
+#include "util/abi.h"
+
+/* The first version's sizes (0.3.0, when the requests gained struct_size):
+ * a smaller struct_size is refused. */
+#define EXEC_SIZE_0_3 SL_ABI_SIZE_THROUGH(sl_exec_request, err)
+#define ATTACH_SIZE_0_3 SL_ABI_SIZE_THROUGH(sl_attach_request, err)
+#define PF_SIZE_0_3 SL_ABI_SIZE_THROUGH(sl_portforward_request, nports)
+
+int sl_stream_req_read(sl_stream_kind kind, void *dst, const void *src)
 {
-    sl_stream_req *r = calloc(1, sizeof(*r));
-    if (r)
-        r->kind = kind;
-    return r;
+    size_t size, min;
+    switch (kind) {
+    case SL_STREAM_EXEC:
+        size = sizeof(sl_exec_request), min = EXEC_SIZE_0_3;
+        break;
+    case SL_STREAM_ATTACH:
+        size = sizeof(sl_attach_request), min = ATTACH_SIZE_0_3;
+        break;
+    case SL_STREAM_PORTFORWARD:
+        size = sizeof(sl_portforward_request), min = PF_SIZE_0_3;
+        break;
+    default:
+        return SL_ERR_INVAL;
+    }
+    memset(dst, 0, size); /* every field's default is 0 / NULL / false */
+    return sl_abi_copy(dst, size, src, min);
 }
 
 static char *dup_or_empty(const char *s)
@@ -16,58 +37,65 @@ static char *dup_or_empty(const char *s)
     return strdup(s ? s : "");
 }
 
-sl_stream_req *sl_stream_req_exec(const sl_exec_request *in)
+/* The own_* replace the caller's strings and arrays in a request read by
+ * sl_stream_req_read() with copies (freed by sl_stream_req_free). */
+static int own_exec(sl_exec_request *e)
 {
-    sl_stream_req *r = req_new(SL_TOKEN_EXEC);
-    if (!r)
-        return NULL;
-    sl_exec_request *e = &r->u.exec;
-    *e = *in;
-    e->container_id = dup_or_empty(in->container_id);
-    char **argv = calloc(in->ncmd + 1, sizeof(char *));
+    const char *const *cmd = e->cmd;
+    e->container_id = dup_or_empty(e->container_id);
+    char **argv = calloc(e->ncmd + 1, sizeof(char *));
     e->cmd = (const char *const *)argv;
     if (!e->container_id || !argv)
-        goto fail;
-    for (size_t i = 0; i < in->ncmd; i++)
-        if (!(argv[i] = strdup(in->cmd[i])))
-            goto fail;
-    return r;
-fail:
-    sl_stream_req_free(r);
-    return NULL;
+        return SL_ERR_NOMEM;
+    for (size_t i = 0; i < e->ncmd; i++)
+        if (!(argv[i] = strdup(cmd[i])))
+            return SL_ERR_NOMEM;
+    return SL_OK;
 }
 
-sl_stream_req *sl_stream_req_attach(const sl_attach_request *in)
+static int own_attach(sl_attach_request *a)
 {
-    sl_stream_req *r = req_new(SL_TOKEN_ATTACH);
-    if (!r)
-        return NULL;
-    r->u.attach = *in;
-    r->u.attach.container_id = dup_or_empty(in->container_id);
-    if (!r->u.attach.container_id) {
-        free(r);
-        return NULL;
-    }
-    return r;
+    a->container_id = dup_or_empty(a->container_id);
+    return a->container_id ? SL_OK : SL_ERR_NOMEM;
 }
 
-sl_stream_req *sl_stream_req_portforward(const sl_portforward_request *in)
+static int own_pf(sl_portforward_request *p)
 {
-    sl_stream_req *r = req_new(SL_TOKEN_PORTFORWARD);
-    if (!r)
-        return NULL;
-    sl_portforward_request *p = &r->u.pf;
-    *p = *in;
-    p->pod_sandbox_id = dup_or_empty(in->pod_sandbox_id);
-    uint16_t *ports = calloc(in->nports ? in->nports : 1, sizeof(uint16_t));
+    const uint16_t *in = p->ports;
+    p->pod_sandbox_id = dup_or_empty(p->pod_sandbox_id);
+    uint16_t *ports = calloc(p->nports ? p->nports : 1, sizeof(uint16_t));
     p->ports = ports;
-    if (!p->pod_sandbox_id || !ports) {
-        sl_stream_req_free(r);
-        return NULL;
+    if (!p->pod_sandbox_id || !ports)
+        return SL_ERR_NOMEM;
+    if (p->nports)
+        memcpy(ports, in, p->nports * sizeof(uint16_t));
+    return SL_OK;
+}
+
+int sl_stream_req_new(sl_stream_kind kind, const void *req, sl_stream_req **out)
+{
+    sl_stream_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return SL_ERR_NOMEM;
+    r->struct_size = sizeof(*r);
+    int rc = sl_stream_req_read(kind, &r->u, req);
+    if (rc < 0) {
+        free(r);
+        return rc;
     }
-    if (in->nports)
-        memcpy(ports, in->ports, in->nports * sizeof(uint16_t));
-    return r;
+    r->kind = kind;
+    if (kind == SL_STREAM_EXEC)
+        rc = own_exec(&r->u.exec);
+    else if (kind == SL_STREAM_ATTACH)
+        rc = own_attach(&r->u.attach);
+    else
+        rc = own_pf(&r->u.pf);
+    if (rc < 0) {
+        sl_stream_req_free(r);
+        return rc;
+    }
+    *out = r;
+    return SL_OK;
 }
 
 void sl_stream_req_free(sl_stream_req *r)
@@ -93,19 +121,18 @@ void sl_stream_req_free(sl_stream_req *r)
     free(r);
 }
 
-sl_stream_request *sl_stream_request_copy(const sl_stream_request *r)
+/* The outer struct carries the member: it must hold the member's
+ * struct_size, and the member as large as that says (sluice/server.h). */
+int sl_stream_request_copy(const sl_stream_request *r, sl_stream_request **out)
 {
-    if (!r)
-        return NULL;
-    switch (r->kind) {
-    case SL_STREAM_EXEC:
-        return sl_stream_req_exec(&r->u.exec);
-    case SL_STREAM_ATTACH:
-        return sl_stream_req_attach(&r->u.attach);
-    case SL_STREAM_PORTFORWARD:
-        return sl_stream_req_portforward(&r->u.pf);
-    }
-    return NULL;
+    const size_t at = offsetof(sl_stream_request, u);
+    if (!r || !out || r->struct_size < at + sizeof(size_t))
+        return SL_ERR_INVAL;
+    size_t member;
+    memcpy(&member, &r->u, sizeof(member));
+    if (member > r->struct_size - at)
+        return SL_ERR_INVAL;
+    return sl_stream_req_new(r->kind, &r->u, out);
 }
 
 void sl_stream_request_free(sl_stream_request *r)

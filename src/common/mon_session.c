@@ -93,6 +93,7 @@ static int parse_pf(const json_t *j, sl_portforward_request *p, const char **why
 int sl_mon_session_request_parse(const json_t *j, sl_stream_request *out, const char **why)
 {
     memset(out, 0, sizeof(*out));
+    out->struct_size = SL_STRUCT_SIZE(sl_stream_request);
     const char *kind = sl_mon_str(j, "kind");
     for (int k = SL_STREAM_EXEC; kind && k <= SL_STREAM_PORTFORWARD; k++)
         if (!strcmp(kind, kinds[k]))
@@ -100,6 +101,7 @@ int sl_mon_session_request_parse(const json_t *j, sl_stream_request *out, const 
     if (!out->kind)
         return *why = "request.kind must be exec, attach or portforward", -1;
     if (out->kind == SL_STREAM_PORTFORWARD) {
+        out->u.pf.struct_size = SL_STRUCT_SIZE(sl_portforward_request);
         out->u.pf.pod_sandbox_id = sl_mon_str(j, "pod_sandbox_id");
         if (!out->u.pf.pod_sandbox_id)
             return *why = "request.pod_sandbox_id must be a string", -1;
@@ -109,10 +111,12 @@ int sl_mon_session_request_parse(const json_t *j, sl_stream_request *out, const 
     if (!id)
         return *why = "request.container_id must be a string", -1;
     if (out->kind == SL_STREAM_EXEC) {
+        out->u.exec.struct_size = SL_STRUCT_SIZE(sl_exec_request);
         out->u.exec.container_id = id;
         return parse_exec(j, &out->u.exec, why);
     }
     sl_attach_request *a = &out->u.attach;
+    a->struct_size = SL_STRUCT_SIZE(sl_attach_request);
     a->container_id = id;
     if (parse_flags(j, &a->tty, &a->in, &a->out, &a->err) < 0)
         return *why = "tty, stdin, stdout and stderr must be booleans", -1;

@@ -91,6 +91,7 @@ static void do_exec(admin_conn *c, sl_query *q)
     const char *argv[ADMIN_MAX_ARGS];
     size_t n = sl_query_all(q, "cmd", argv, ADMIN_MAX_ARGS);
     sl_exec_request r = {
+        .struct_size = SL_STRUCT_SIZE(sl_exec_request),
         .container_id = sl_query_get(q, "container", "host"),
         .cmd = argv,
         .ncmd = n,
@@ -108,6 +109,7 @@ static void do_exec(admin_conn *c, sl_query *q)
 static void do_attach(admin_conn *c, sl_query *q)
 {
     sl_attach_request r = {
+        .struct_size = SL_STRUCT_SIZE(sl_attach_request),
         .container_id = sl_query_get(q, "container", ""),
         .tty = sl_query_bool(q, "tty"),
         .in = sl_query_bool(q, "stdin"),
@@ -128,6 +130,7 @@ static void do_portforward(admin_conn *c, sl_query *q)
     for (size_t i = 0; i < n; i++)
         ports[i] = (uint16_t)atoi(vals[i]);
     sl_portforward_request r = {
+        .struct_size = SL_STRUCT_SIZE(sl_portforward_request),
         .pod_sandbox_id = sl_query_get(q, "sandbox", ""),
         .ports = ports,
         .nports = n,

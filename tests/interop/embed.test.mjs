@@ -101,9 +101,9 @@ describe('libsluice embedded: the installed tree, pkg-config, examples/exec-serv
     if (root) fs.rmSync(root, { recursive: true, force: true });
   });
 
-  test('the example runs against the installed libsluice.so.1 (ldd)', () => {
+  test('the example runs against the installed libsluice.so.2 (ldd)', () => {
     const ldd = run('ldd', [path.join(root, 'exec-server')], { env: { ...process.env, LD_LIBRARY_PATH: libdir } });
-    assert.match(ldd, new RegExp(`libsluice\\.so\\.1 => ${libdir.replace(/[.+]/g, '\\$&')}/libsluice\\.so\\.1 `));
+    assert.match(ldd, new RegExp(`libsluice\\.so\\.2 => ${libdir.replace(/[.+]/g, '\\$&')}/libsluice\\.so\\.2 `));
   });
 
   test('exec over v5: stdin in, stdout and stderr out, exit code 7 in the status', async () => {

@@ -68,7 +68,7 @@ describe('meson install', { skip }, () => {
   });
 
   // the shared library with its soname link and dev link, and sluice.pc
-  const libFiles = () => [`libsluice.so.${projectVersion()}`, 'libsluice.so.1', 'libsluice.so',
+  const libFiles = () => [`libsluice.so.${projectVersion()}`, 'libsluice.so.2', 'libsluice.so',
     'pkgconfig/sluice.pc'].map((f) => at(prefix, o.libdir, f));
 
   after(() => {
@@ -92,13 +92,13 @@ describe('meson install', { skip }, () => {
     assert.match(help.stdout, /default: \/etc\/sluice\/sluiced\.json when it exists/);
   });
 
-  test('libsluice.so.1: soname, exactly the public symbols, sluice.pc and version.h agree', () => {
+  test('libsluice.so.2: soname, exactly the public symbols, sluice.pc and version.h agree', () => {
     const v = projectVersion();
     const lib = at(prefix, o.libdir, `libsluice.so.${v}`);
-    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so.1')), `libsluice.so.${v}`);
-    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so')), 'libsluice.so.1');
+    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so.2')), `libsluice.so.${v}`);
+    assert.equal(fs.readlinkSync(at(prefix, o.libdir, 'libsluice.so')), 'libsluice.so.2');
     const dyn = spawnSync('readelf', ['-d', lib], { encoding: 'utf8' }).stdout;
-    assert.match(dyn, /\(SONAME\) +Library soname: \[libsluice\.so\.1\]/);
+    assert.match(dyn, /\(SONAME\) +Library soname: \[libsluice\.so\.2\]/);
     // every defined dynamic symbol is an SL_EXPORT declaration of the installed headers
     const declared = new Set(HEADERS.flatMap((h) =>
       [...fs.readFileSync(at(prefix, o.includedir, 'sluice', h), 'utf8')

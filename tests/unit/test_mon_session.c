@@ -28,13 +28,22 @@ static void test_exec(void **st)
 {
     (void)st;
     const char *cmd[] = {"sh", "-c", "echo \"hi\"\n"};
-    sl_stream_request in = {.kind = SL_STREAM_EXEC};
-    in.u.exec = (sl_exec_request){
-        .container_id = "c1", .cmd = cmd, .ncmd = 3, .tty = true, .in = true, .out = true};
+    sl_stream_request in = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                            .kind = SL_STREAM_EXEC};
+    in.u.exec = (sl_exec_request){.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                                  .container_id = "c1",
+                                  .cmd = cmd,
+                                  .ncmd = 3,
+                                  .tty = true,
+                                  .in = true,
+                                  .out = true};
     sl_stream_request out;
     json_t *j;
     roundtrip(&in, &out, &j);
     assert_int_equal(out.kind, SL_STREAM_EXEC);
+    /* parsed requests carry the sizes sl_server_adopt reads them by */
+    assert_int_equal(out.struct_size, sizeof(sl_stream_request));
+    assert_int_equal(out.u.exec.struct_size, sizeof(sl_exec_request));
     assert_string_equal(out.u.exec.container_id, "c1");
     assert_int_equal(out.u.exec.ncmd, 3);
     assert_string_equal(out.u.exec.cmd[2], "echo \"hi\"\n");
@@ -46,21 +55,31 @@ static void test_exec(void **st)
 static void test_attach_and_portforward(void **st)
 {
     (void)st;
-    sl_stream_request a = {.kind = SL_STREAM_ATTACH};
-    a.u.attach = (sl_attach_request){.container_id = "c2", .err = true};
+    sl_stream_request a = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_ATTACH};
+    a.u.attach = (sl_attach_request){
+        .struct_size = SL_STRUCT_SIZE(sl_attach_request), .container_id = "c2", .err = true};
     sl_stream_request out;
     json_t *j;
     roundtrip(&a, &out, &j);
     assert_int_equal(out.kind, SL_STREAM_ATTACH);
+    assert_int_equal(out.struct_size, sizeof(sl_stream_request));
+    assert_int_equal(out.u.attach.struct_size, sizeof(sl_attach_request));
     assert_string_equal(out.u.attach.container_id, "c2");
     assert_true(out.u.attach.err && !out.u.attach.out);
     sl_mon_session_request_fini(&out);
     json_decref(j);
     uint16_t ports[] = {80, 65535};
-    sl_stream_request p = {.kind = SL_STREAM_PORTFORWARD};
-    p.u.pf = (sl_portforward_request){.pod_sandbox_id = "pod", .ports = ports, .nports = 2};
+    sl_stream_request p = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_PORTFORWARD};
+    p.u.pf = (sl_portforward_request){.struct_size = SL_STRUCT_SIZE(sl_portforward_request),
+                                      .pod_sandbox_id = "pod",
+                                      .ports = ports,
+                                      .nports = 2};
     roundtrip(&p, &out, &j);
     assert_int_equal(out.kind, SL_STREAM_PORTFORWARD);
+    assert_int_equal(out.struct_size, sizeof(sl_stream_request));
+    assert_int_equal(out.u.pf.struct_size, sizeof(sl_portforward_request));
     assert_string_equal(out.u.pf.pod_sandbox_id, "pod");
     assert_int_equal(out.u.pf.nports, 2);
     assert_int_equal(out.u.pf.ports[1], 65535);

@@ -41,6 +41,7 @@ static void exec_start(void *rt, sl_proc *proc, const sl_exec_request *req,
 {
     (void)initial;
     fake *f = rt;
+    assert_int_equal(req->struct_size, sizeof(sl_exec_request)); /* set by the library */
     f->starts++;
     f->proc = proc;
     snprintf(f->cmd, sizeof(f->cmd), "%s", req->cmd[0]);
@@ -256,9 +257,14 @@ static int fix_teardown(void **state)
 
 static sl_stream_request exec_req(const char *const *cmd, bool in)
 {
-    sl_stream_request r = {.kind = SL_STREAM_EXEC};
-    r.u.exec =
-        (sl_exec_request){.container_id = "c1", .cmd = cmd, .ncmd = 1, .in = in, .out = true};
+    sl_stream_request r = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_EXEC};
+    r.u.exec = (sl_exec_request){.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                                 .container_id = "c1",
+                                 .cmd = cmd,
+                                 .ncmd = 1,
+                                 .in = in,
+                                 .out = true};
     return r;
 }
 
@@ -425,7 +431,8 @@ static void test_adopt_bad_heads(void **state)
     /* Refused before anything is written: the fd is closed. */
     int sv[2];
     socket_pair(sv);
-    sl_stream_request bad = {.kind = (sl_stream_kind)9};
+    sl_stream_request bad = r;
+    bad.kind = (sl_stream_kind)9;
     assert_int_equal(sl_server_adopt(f->srv, sv[1], NULL, 0, &bad, NULL), SL_ERR_INVAL);
     acc a = {0};
     sess_drain(sv[0], &a);
@@ -479,6 +486,9 @@ static void on_handoff(void *arg, sl_handoff *h, int fd, const uint8_t *head, si
     memcpy(r->got, head, len < sizeof(r->got) ? len : sizeof(r->got));
     r->got_len = len;
     assert_int_equal(req->kind, SL_STREAM_EXEC);
+    /* handed out by the library: its sizes */
+    assert_int_equal(req->struct_size, sizeof(sl_stream_request));
+    assert_int_equal(req->u.exec.struct_size, sizeof(sl_exec_request));
     snprintf(r->cmd, sizeof(r->cmd), "%s", req->u.exec.cmd[0]);
     if (r->outcome < 0) { /* answer later */
         r->held = h;
@@ -509,7 +519,11 @@ static int start_client(fix *f, const char *cmd0, char *sent, size_t *sent_len)
 {
     assert_int_equal(sl_server_start(f->srv), SL_OK);
     const char *cmd[] = {cmd0};
-    sl_exec_request er = {.container_id = "c1", .cmd = cmd, .ncmd = 1, .out = true};
+    sl_exec_request er = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                          .container_id = "c1",
+                          .cmd = cmd,
+                          .ncmd = 1,
+                          .out = true};
     char *url = NULL;
     const char *msg = NULL;
     assert_int_equal(sl_server_get_exec(f->srv, &er, &url, &msg), SL_OK);
@@ -566,7 +580,11 @@ static void test_handoff_refused_and_local(void **state)
      * bytes that followed it. */
     r.outcome = SL_HANDOFF_LOCAL;
     const char *cmd[] = {"local"};
-    sl_exec_request er = {.container_id = "c1", .cmd = cmd, .ncmd = 1, .out = true};
+    sl_exec_request er = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                          .container_id = "c1",
+                          .cmd = cmd,
+                          .ncmd = 1,
+                          .out = true};
     char *url = NULL;
     const char *msg = NULL;
     assert_int_equal(sl_server_get_exec(f->srv, &er, &url, &msg), SL_OK);
@@ -630,31 +648,46 @@ static void test_request_copy(void **state)
 {
     (void)state;
     const char *cmd[] = {"sh", "-c", "echo"};
-    sl_stream_request e = {.kind = SL_STREAM_EXEC};
-    e.u.exec =
-        (sl_exec_request){.container_id = "c", .cmd = cmd, .ncmd = 3, .tty = true, .in = true};
-    sl_stream_request *c = sl_stream_request_copy(&e);
-    assert_non_null(c);
+    sl_stream_request e = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_EXEC};
+    e.u.exec = (sl_exec_request){.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                                 .container_id = "c",
+                                 .cmd = cmd,
+                                 .ncmd = 3,
+                                 .tty = true,
+                                 .in = true};
+    sl_stream_request *c = NULL;
+    assert_int_equal(sl_stream_request_copy(&e, &c), SL_OK);
     assert_int_equal(c->u.exec.ncmd, 3);
     assert_string_equal(c->u.exec.cmd[2], "echo");
     assert_ptr_not_equal(c->u.exec.cmd, cmd);
     assert_true(c->u.exec.tty && c->u.exec.in && !c->u.exec.out);
     sl_stream_request_free(c);
     uint16_t ports[] = {80, 443};
-    sl_stream_request p = {.kind = SL_STREAM_PORTFORWARD};
-    p.u.pf = (sl_portforward_request){.pod_sandbox_id = NULL, .ports = ports, .nports = 2};
-    c = sl_stream_request_copy(&p);
+    sl_stream_request p = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_PORTFORWARD};
+    p.u.pf = (sl_portforward_request){.struct_size = SL_STRUCT_SIZE(sl_portforward_request),
+                                      .pod_sandbox_id = NULL,
+                                      .ports = ports,
+                                      .nports = 2};
+    assert_int_equal(sl_stream_request_copy(&p, &c), SL_OK);
     assert_string_equal(c->u.pf.pod_sandbox_id, "");
     assert_int_equal(c->u.pf.ports[1], 443);
     sl_stream_request_free(c);
-    sl_stream_request a = {.kind = SL_STREAM_ATTACH};
-    a.u.attach = (sl_attach_request){.container_id = "x", .out = true};
-    c = sl_stream_request_copy(&a);
+    sl_stream_request a = {.struct_size = SL_STRUCT_SIZE(sl_stream_request),
+                           .kind = SL_STREAM_ATTACH};
+    a.u.attach = (sl_attach_request){
+        .struct_size = SL_STRUCT_SIZE(sl_attach_request), .container_id = "x", .out = true};
+    assert_int_equal(sl_stream_request_copy(&a, &c), SL_OK);
     assert_string_equal(c->u.attach.container_id, "x");
     sl_stream_request_free(c);
-    sl_stream_request bad = {.kind = (sl_stream_kind)0};
-    assert_null(sl_stream_request_copy(&bad));
-    assert_null(sl_stream_request_copy(NULL));
+    c = NULL;
+    sl_stream_request bad = a;
+    bad.kind = (sl_stream_kind)0;
+    assert_int_equal(sl_stream_request_copy(&bad, &c), SL_ERR_INVAL);
+    assert_int_equal(sl_stream_request_copy(NULL, &c), SL_ERR_INVAL);
+    assert_int_equal(sl_stream_request_copy(&a, NULL), SL_ERR_INVAL);
+    assert_null(c);
     sl_stream_request_free(NULL);
 }
 

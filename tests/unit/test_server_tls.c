@@ -136,8 +136,11 @@ static void success_makes_https_urls(void **state)
     expect_fail(f, f->cert, f->key, NULL, "TLS must be set once");
     assert_int_equal(sl_server_start(f->srv), SL_OK);
     assert_int_equal(strncmp(sl_server_base_url(f->srv), "https://127.0.0.1:", 18), 0);
-    sl_exec_request req = {
-        .container_id = "c", .cmd = (const char *[]){"true"}, .ncmd = 1, .out = true};
+    sl_exec_request req = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                           .container_id = "c",
+                           .cmd = (const char *[]){"true"},
+                           .ncmd = 1,
+                           .out = true};
     char *url = NULL;
     assert_int_equal(sl_server_get_exec(f->srv, &req, &url, &msg), SL_OK);
     assert_int_equal(strncmp(url, "https://", 8), 0);

@@ -194,7 +194,7 @@ static bool upgraded(void *arg)
 static void open_session(cli *c, sl_transport tr, const char *protocol)
 {
     static const uint16_t ports[] = {PORT_OK};
-    sl_portforward_request req = {"pod-1", ports, 1};
+    sl_portforward_request req = {SL_STRUCT_SIZE(sl_portforward_request), "pod-1", ports, 1};
     char *url = NULL;
     const char *why = NULL;
     assert_int_equal(sl_server_get_portforward(c->fx.srv, &req, &url, &why), SL_OK);

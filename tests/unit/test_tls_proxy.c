@@ -165,8 +165,12 @@ static void start(fx *f, bool verify_clients, uint32_t head_timeout_ms)
 /* A token is good once: each session asks for its own URL. */
 static void new_exec_path(fx *f)
 {
-    sl_exec_request req = {
-        .container_id = "c", .cmd = (const char *[]){"cat"}, .ncmd = 1, .in = true, .out = true};
+    sl_exec_request req = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                           .container_id = "c",
+                           .cmd = (const char *[]){"cat"},
+                           .ncmd = 1,
+                           .in = true,
+                           .out = true};
     char *url = NULL;
     const char *msg = NULL;
     assert_int_equal(sl_server_get_exec(f->srv, &req, &url, &msg), SL_OK);

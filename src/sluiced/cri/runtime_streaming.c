@@ -56,7 +56,8 @@ void sl_cri_exec(sl_grpc_call *call, void *arg)
     const Runtime__V1__ExecRequest *req = (const void *)sl_grpc_call_request(call);
     if (!sl_cri_running_ctr(call, &cri->rt, req->container_id))
         return;
-    sl_exec_request r = {.container_id = req->container_id,
+    sl_exec_request r = {.struct_size = SL_STRUCT_SIZE(sl_exec_request),
+                         .container_id = req->container_id,
                          .cmd = (const char *const *)req->cmd,
                          .ncmd = req->n_cmd,
                          .tty = req->tty,
@@ -75,7 +76,8 @@ void sl_cri_attach(sl_grpc_call *call, void *arg)
     const Runtime__V1__AttachRequest *req = (const void *)sl_grpc_call_request(call);
     if (!sl_cri_running_ctr(call, &cri->rt, req->container_id))
         return;
-    sl_attach_request r = {.container_id = req->container_id,
+    sl_attach_request r = {.struct_size = SL_STRUCT_SIZE(sl_attach_request),
+                           .container_id = req->container_id,
                            .tty = req->tty,
                            .in = req->stdin,
                            .out = req->stdout,
@@ -106,7 +108,10 @@ void sl_cri_port_forward(sl_grpc_call *call, void *arg)
         }
         ports[n++] = (uint16_t)req->port[i];
     }
-    sl_portforward_request r = {.pod_sandbox_id = req->pod_sandbox_id, .ports = ports, .nports = n};
+    sl_portforward_request r = {.struct_size = SL_STRUCT_SIZE(sl_portforward_request),
+                                .pod_sandbox_id = req->pod_sandbox_id,
+                                .ports = ports,
+                                .nports = n};
     char *url = NULL;
     const char *msg = NULL;
     int rc = sl_server_get_portforward(cri->stream, &r, &url, &msg);
