@@ -6,16 +6,26 @@
 #include <sys/random.h>
 
 #include "sluice/error.h"
+#include "ws/ws_mask.h"
 
 #define WS_CLOSE_REASON_MAX 123 /* RFC 6455 §5.5: control payload <= 125 */
 #define WS_HDR_MAX 14           /* 2 + 8 (length) + 4 (mask key) */
 #define MASK_POOL 256           /* random bytes drawn at once for mask keys */
+/* A binary message buffer up to this size is kept for the next message;
+ * a larger one is freed once delivered, so an idle session holds little. */
+#define WS_KEEP_BUF (128u << 10)
 
 /* Inbound frame headers are scanned one step ahead of wslay. wslay does
  * refuse unmasked client frames, but it neither tells which close code it
  * queued nor sends one for header-level errors (it queues an empty close),
  * so every header rule is checked here first and the bytes of an offending
- * frame never reach wslay. Resumable at any byte. */
+ * frame never reach wslay. Resumable at any byte.
+ * Binary messages (their first frame and its continuations) never reach
+ * wslay either: their payload is unmasked here 8 bytes a step straight into
+ * the message buffer (wslay unmasks byte by byte, then copies each frame
+ * into a chunk and the chunks into one message). Text messages, whose UTF-8
+ * wslay checks (1007), and control frames still go through wslay, header
+ * and all, once their header is complete. */
 typedef struct frame_scan {
     int client; /* we are the client: peer frames must be unmasked */
     uint8_t hdr[WS_HDR_MAX];
@@ -26,6 +36,8 @@ typedef struct frame_scan {
     uint64_t remain;  /* payload bytes left in the current frame */
     int in_msg;       /* a fragmented data message is open */
     uint64_t msg_len; /* its payload so far */
+    int msg_fast;     /* the current data message is binary: handled here */
+    int fast;         /* the current frame's payload is handled here */
 } frame_scan;
 
 struct sl_ws_conn {
@@ -43,6 +55,8 @@ struct sl_ws_conn {
     void (*on_pong)(void *arg);
     uint8_t mask_pool[MASK_POOL]; /* client: kernel random bytes for mask keys */
     size_t mask_used;             /* bytes of mask_pool handed out */
+    uint8_t *msg;                 /* the binary message being received */
+    size_t msg_have, msg_cap;
 };
 
 static void report_close(sl_ws_conn *ws, uint16_t code)
@@ -112,39 +126,25 @@ static void start_payload(frame_scan *s)
 {
     uint8_t fin = s->hdr[0] >> 7, op = s->hdr[0] & 0xf;
     if (!(op & 8)) {
+        if (op != WSLAY_CONTINUATION_FRAME)
+            s->msg_fast = op == WSLAY_BINARY_FRAME;
         s->msg_len = (op == WSLAY_CONTINUATION_FRAME ? s->msg_len : 0) + s->plen;
         s->in_msg = !fin;
     }
+    s->fast = !(op & 8) && s->msg_fast;
     s->remain = s->plen;
     s->have = 0;
 }
 
-/* Scans len bytes. Returns how many may go to wslay: all, or on a violation
- * (*code set) those before the offending frame's header. */
-static size_t scan_bytes(frame_scan *s, uint64_t max, const uint8_t *p, size_t len, uint16_t *code)
+/* Takes one header byte. Returns 0, or the close code of a violation (the
+ * frame's bytes then go nowhere). */
+static uint16_t scan_hdr_byte(frame_scan *s, uint64_t max, uint8_t byte)
 {
-    size_t i = 0, hdr_start = 0;
-    while (i < len) {
-        if (s->remain > 0) {
-            size_t n = s->remain < len - i ? (size_t)s->remain : len - i;
-            i += n;
-            s->remain -= n;
-            continue;
-        }
-        if (s->have == 0)
-            hdr_start = i;
-        s->hdr[s->have++] = p[i++];
-        uint16_t c = s->have == 2 ? check_first_two(s) : 0;
-        if (!c && s->have == s->len_end)
-            c = check_length(s, max);
-        if (c) {
-            *code = c;
-            return hdr_start;
-        }
-        if (s->have == s->need)
-            start_payload(s);
-    }
-    return len;
+    s->hdr[s->have++] = byte;
+    uint16_t c = s->have == 2 ? check_first_two(s) : 0;
+    if (!c && s->have == s->len_end)
+        c = check_length(s, max);
+    return c;
 }
 
 /* ---- wslay callbacks ---- */
@@ -285,6 +285,7 @@ void sl_ws_conn_free(sl_ws_conn *ws)
     if (!ws)
         return;
     wslay_event_context_free(ws->ctx);
+    free(ws->msg);
     free(ws);
 }
 
@@ -366,20 +367,124 @@ static int feed(sl_ws_conn *ws, const uint8_t *data, size_t len)
     return r == 0 ? SL_OK : wslay_failed(ws);
 }
 
+/* Gives wslay bytes of a frame it handles. Sets *stop when reading ends
+ * here: an error, or wslay stopped (the peer's close, or its own failure). */
+static int to_wslay(sl_ws_conn *ws, const uint8_t *p, size_t n, bool *stop)
+{
+    int rv = feed(ws, p, n);
+    if (rv != SL_OK) {
+        *stop = true;
+        return rv;
+    }
+    if (!wslay_event_get_read_enabled(ws->ctx)) {
+        *stop = true;
+        return wslay_event_get_close_received(ws->ctx) ? SL_OK : wslay_failed(ws);
+    }
+    return SL_OK;
+}
+
+/* The end of a binary frame's payload: a final one completes the message. */
+static void fast_frame_end(sl_ws_conn *ws)
+{
+    static uint8_t empty[1];
+    if (!(ws->scan.hdr[0] >> 7))
+        return;
+    size_t n = ws->msg_have;
+    ws->msg_have = 0;
+    if (ws->cb.on_msg)
+        ws->cb.on_msg(ws->arg, 0, n ? ws->msg : empty, n);
+    if (ws->msg_cap > WS_KEEP_BUF) {
+        free(ws->msg);
+        ws->msg = NULL;
+        ws->msg_cap = 0;
+    }
+}
+
+/* Room for a binary frame of plen more bytes. The scan has checked the
+ * message against max_message, so this allocates no more than wslay would
+ * (it, too, allocates a frame's announced length at its header). */
+static int fast_reserve(sl_ws_conn *ws, uint64_t plen)
+{
+    size_t need = ws->msg_have + (size_t)plen;
+    if (need <= ws->msg_cap)
+        return SL_OK;
+    size_t cap = ws->msg_cap * 2;
+    if (cap < need || cap > ws->max_message)
+        cap = need;
+    uint8_t *m = realloc(ws->msg, cap);
+    if (!m)
+        return SL_ERR_NOMEM;
+    ws->msg = m;
+    ws->msg_cap = cap;
+    return SL_OK;
+}
+
+/* A complete header: wslay gets it, or a binary frame starts here. */
+static int frame_start(sl_ws_conn *ws, bool *stop)
+{
+    frame_scan *s = &ws->scan;
+    size_t hlen = s->need;
+    start_payload(s);
+    if (!s->fast)
+        return to_wslay(ws, s->hdr, hlen, stop);
+    if ((s->hdr[0] & 0xf) == WSLAY_BINARY_FRAME)
+        ws->msg_have = 0;
+    if (fast_reserve(ws, s->plen) != SL_OK) {
+        *stop = true;
+        ws->err = SL_ERR_NOMEM;
+        return ws->err;
+    }
+    if (s->remain == 0)
+        fast_frame_end(ws);
+    return SL_OK;
+}
+
+/* n payload bytes of a binary frame, unmasked into the message. */
+static void fast_payload(sl_ws_conn *ws, const uint8_t *p, size_t n)
+{
+    frame_scan *s = &ws->scan;
+    uint8_t *dst = ws->msg + ws->msg_have;
+    if (s->client)
+        memcpy(dst, p, n); /* server frames are not masked */
+    else
+        sl_ws_unmask(dst, p, n, s->hdr + s->len_end, s->plen - s->remain);
+    ws->msg_have += n;
+    s->remain -= n;
+    if (s->remain == 0)
+        fast_frame_end(ws);
+}
+
 int sl_ws_conn_recv(sl_ws_conn *ws, const uint8_t *data, size_t len)
 {
     if (ws->err)
         return ws->err;
     if (!wslay_event_get_read_enabled(ws->ctx))
         return SL_OK; /* after the peer's close: drop whatever follows */
-    uint16_t code = 0;
-    size_t ok = scan_bytes(&ws->scan, ws->max_message, data, len, &code);
-    int rv = feed(ws, data, ok);
-    if (rv != SL_OK)
-        return rv;
-    if (!wslay_event_get_read_enabled(ws->ctx))
-        return wslay_event_get_close_received(ws->ctx) ? SL_OK : wslay_failed(ws);
-    return code ? fail(ws, code) : SL_OK;
+    frame_scan *s = &ws->scan;
+    size_t i = 0;
+    bool stop = false;
+    while (i < len) {
+        int rv = SL_OK;
+        if (s->remain > 0) {
+            size_t n = s->remain < len - i ? (size_t)s->remain : len - i;
+            if (s->fast) {
+                fast_payload(ws, data + i, n);
+            } else {
+                s->remain -= n;
+                rv = to_wslay(ws, data + i, n, &stop);
+            }
+            i += n;
+        } else {
+            uint16_t code = scan_hdr_byte(s, ws->max_message, data[i++]);
+            if (code)
+                return fail(ws, code);
+            if (s->have == s->need)
+                rv = frame_start(ws, &stop);
+        }
+        if (stop || rv != SL_OK)
+            return rv;
+    }
+    return SL_OK;
 }
 
 int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t len)

@@ -1,5 +1,6 @@
 /* An I/O-free WebSocket connection on top of wslay's event API, server
- * or client role.
+ * or client role. Binary messages are parsed, unmasked and reassembled
+ * here, not in wslay; text messages and control frames go through wslay.
  *
  * Inbound: sl_ws_conn_recv() feeds socket bytes; complete (reassembled)
  * messages are delivered to on_msg. Pings are answered with pongs, frames
