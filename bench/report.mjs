@@ -123,10 +123,10 @@ row({ wl: 'hol', m: 'ratio_pct', label: 'the 7 keep', unit: '%', better: UP, tar
 for (const n of C.conc || []) {
   const wl = `conc${n}`;
   row({ sec: `6. ${n} concurrent exec sessions of \`sleep ${C.conc_sleep_s}\`` });
-  row({ wl, m: 'complete_s', label: 'all finished after', unit: 's', better: DOWN, target: n <= 100 ? { op: '<=', abs: 10 } : undefined });
+  row({ wl, m: 'complete_s', label: 'all finished after', unit: 's', better: DOWN, target: n <= 100 ? { op: '<=', abs: 6 } : undefined });
   row({ wl, m: 'failed', label: 'sessions failed', unit: '', better: DOWN });
   row({ wl, m: 'live_peak', label: 'sessions live at the peak', unit: '', better: UP });
-  row({ wl, m: 'rss_kib_per_session', label: 'server RSS per session (daemon + monitor/shim)', unit: 'KiB', better: DOWN, target: n >= 1000 ? { op: '<=', abs: 32 } : undefined });
+  row({ wl, m: 'rss_kib_per_session', label: 'server RSS per session (daemon + monitor/shim)', unit: 'KiB', better: DOWN, target: n >= 1000 ? { op: '<=', abs: 16 } : undefined });
   row({ wl, m: 'daemon_rss_kib_per_session', label: '… of which the daemon (sluiced, containerd)', unit: 'KiB', better: DOWN });
   row({ wl, m: 'runc_rss_kib_per_session', label: 'RSS of runc processes kept per session', unit: 'KiB', better: DOWN });
   row({ wl, m: 'fds_per_session', label: 'server fds per session', unit: '', better: DOWN });
