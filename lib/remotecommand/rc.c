@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "util/bufq.h"
+#include "util/rbuf.h"
 #include "remotecommand/proc.h"
 #include "remotecommand/rc_resize.h"
 #include "remotecommand/rc_status.h"
@@ -56,7 +57,6 @@ struct sl_rc {
     uv_timer_t idle;
     uint64_t last_activity;
     int open_handles;
-    uint8_t *rbuf;
 };
 
 static void maybe_finish(sl_rc *rc);
@@ -82,11 +82,9 @@ sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
                  const sl_rc_transport *t, void *targ)
 {
     sl_rc *rc = calloc(1, sizeof(*rc));
-    uint8_t *rbuf = malloc(SL_RC_READ_CHUNK);
     sl_proc *proc = sl_proc_new(rt);
-    if (!rc || !rbuf || !proc) {
+    if (!rc || !proc) {
         free(rc);
-        free(rbuf);
         free(proc);
         sl_stream_request_free(p->req);
         return NULL;
@@ -96,7 +94,6 @@ sl_rc *sl_rc_new(uv_loop_t *loop, const sl_runtime *rt, const sl_rc_params *p,
     rc->p = *p;
     rc->t = t;
     rc->targ = targ;
-    rc->rbuf = rbuf;
     rc->proc = proc;
     proc->rc = rc;
     if (p->req->kind == SL_STREAM_EXEC) {
@@ -177,7 +174,6 @@ static void handle_released(sl_rc *rc)
     sl_bufq_fini(&rc->stdin_q);
     sl_stream_request_free(rc->p.req);
     free(rc->message);
-    free(rc->rbuf);
     free(rc);
 }
 
@@ -201,10 +197,15 @@ static void pump_close(pump *pp)
 static void pump_read(pump *pp)
 {
     sl_rc *rc = pp->rc;
+    uint8_t *buf = sl_rbuf_get(SL_RBUF_PROC); /* the send below copies */
+    if (!buf) {
+        rc->t->abort(rc->targ, "out of memory");
+        return;
+    }
     for (int rounds = 0; rounds < 16 && !pp->out_eof; rounds++) {
         if (rc->t->congested(rc->targ, pp->out_ch))
             break;
-        ssize_t n = read(pp->fd, rc->rbuf, SL_RC_READ_CHUNK);
+        ssize_t n = read(pp->fd, buf, SL_RBUF_SIZE);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -215,7 +216,7 @@ static void pump_read(pump *pp)
             break;
         }
         touch(rc);
-        if (rc->t->send(rc->targ, pp->out_ch, rc->rbuf, (size_t)n) < 0) {
+        if (rc->t->send(rc->targ, pp->out_ch, buf, (size_t)n) < 0) {
             rc->t->abort(rc->targ, "transport send failed");
             return;
         }

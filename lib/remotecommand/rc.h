@@ -25,9 +25,6 @@ enum {
     SL_CH_CLOSE = 255, /* v5 WebSocket CLOSE signal */
 };
 
-/* Bytes read from a process endpoint in one go (client-go copies 32 KiB). */
-#define SL_RC_READ_CHUNK (64u * 1024)
-
 typedef struct sl_rc_transport {
     /* Queues len bytes on output channel ch (stdout, stderr, error).
      * Returns SL_OK or a negative sl_err (the session then ends). */

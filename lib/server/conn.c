@@ -10,6 +10,7 @@
 
 #include "http/http_response.h"
 #include "io/uvout.h"
+#include "util/rbuf.h"
 #include "server/server_impl.h"
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
@@ -62,7 +63,6 @@ static void closed_cb(uv_handle_t *h)
     sl_http_head_fini(&c->head);
     sl_bufq_fini(&c->out);
     free(c->raw);
-    free(c->rbuf);
     free(c);
 }
 
@@ -170,8 +170,9 @@ sl_bufq *sl_conn_out(sl_conn *c)
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     (void)hint;
-    sl_conn *c = h->data;
-    *buf = uv_buf_init(c->rbuf, READ_BUF_SIZE);
+    (void)h;
+    uint8_t *b = sl_rbuf_get(SL_RBUF_CONN); /* NULL: read_cb gets UV_ENOBUFS */
+    *buf = uv_buf_init((char *)b, b ? SL_RBUF_SIZE : 0);
 }
 
 /* With a hand-off, every byte read before the upgrade is kept: the
@@ -218,7 +219,6 @@ static void feed_head(sl_conn *c, const uint8_t *data, size_t len)
 static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
     sl_conn *c = s->data;
-    (void)buf;
     if (n < 0) { /* EOF or error: the peer is gone */
         set_end_reason(c, "client_closed");
         sl_conn_close(c);
@@ -229,9 +229,9 @@ static void read_cb(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
     if (c->proto) /* upgraded, also while finishing (the client's close) */
         c->bytes_in += (uint64_t)n;
     if (c->state == CONN_HEAD)
-        feed_head(c, (const uint8_t *)c->rbuf, (size_t)n);
+        feed_head(c, (const uint8_t *)buf->base, (size_t)n);
     else if (c->state == CONN_UPGRADED && c->proto)
-        c->proto->recv(c->ps, (const uint8_t *)c->rbuf, (size_t)n);
+        c->proto->recv(c->ps, (const uint8_t *)buf->base, (size_t)n);
     /* CONN_FINISHING: input is ignored while the answer drains;
      * CONN_HANDOFF does not read */
 }
@@ -267,13 +267,8 @@ void sl_conn_set_keepalive(uv_tcp_t *tcp, const sl_server_config *cfg)
 static sl_conn *conn_new(sl_server *srv, const sl_server_config *cfg)
 {
     sl_conn *c = calloc(1, sizeof(*c));
-    char *rbuf = malloc(READ_BUF_SIZE);
-    if (!c || !rbuf) {
-        free(c);
-        free(rbuf);
+    if (!c)
         return NULL;
-    }
-    c->rbuf = rbuf;
     c->srv = srv;
     c->cfg = *cfg;
     c->keep_raw = srv->handoff_fn != NULL;

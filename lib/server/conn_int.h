@@ -8,7 +8,6 @@
 #include "server/conn.h"
 #include "server/server_impl.h"
 
-#define READ_BUF_SIZE (64u * 1024)
 /* A finishing connection whose peer reads nothing for this long is cut. */
 #define SL_CONN_FINISH_TIMEOUT_MS 30000u
 /* After our last byte, wait this long for the peer's EOF before closing, so
@@ -43,7 +42,6 @@ struct sl_conn {
     const sl_conn_proto *proto;
     void *ps;
     int open_handles;
-    char *rbuf;
     uint8_t *raw; /* bytes read before the upgrade, kept for a hand-off */
     size_t raw_len, raw_cap;
     sl_stream_req *adopted; /* the request an adopted connection came with */

@@ -93,7 +93,47 @@ void sl_spdy_deflater_fini(sl_spdy_deflater *d)
         deflateEnd(&d->z);
     free(d->raw);
     free(d->out);
+    free(d->hist);
     memset(d, 0, sizeof(*d));
+}
+
+/* Keeps the window (what the next block may refer to) and ends zlib's
+ * state. Left live when the window cannot be kept. */
+static void deflater_park(sl_spdy_deflater *d)
+{
+    uInt n = 0;
+    if (deflateGetDictionary(&d->z, NULL, &n) != Z_OK)
+        return;
+    uint8_t *h = malloc(n ? n : 1);
+    if (!h || deflateGetDictionary(&d->z, h, &n) != Z_OK) {
+        free(h);
+        return;
+    }
+    deflateEnd(&d->z);
+    d->hist = h;
+    d->hist_len = n;
+    d->ready = false;
+    d->parked = true;
+}
+
+/* A raw context (the stream's zlib header went out with the first block)
+ * whose history is the kept window. */
+static int deflater_resume(sl_spdy_deflater *d)
+{
+    memset(&d->z, 0, sizeof(d->z));
+    if (deflateInit2(&d->z, SL_SPDY_ZLIB_LEVEL, Z_DEFLATED, -SL_SPDY_ZLIB_WINDOW_BITS,
+                     SL_SPDY_ZLIB_MEM_LEVEL, SL_SPDY_ZLIB_STRATEGY) != Z_OK)
+        return SL_ERR_NOMEM; /* still parked: nothing was sent */
+    if (deflateSetDictionary(&d->z, d->hist, (uInt)d->hist_len) != Z_OK) {
+        deflateEnd(&d->z);
+        return SL_ERR_NOMEM;
+    }
+    free(d->hist);
+    d->hist = NULL;
+    d->hist_len = 0;
+    d->parked = false;
+    d->ready = true;
+    return SL_OK;
 }
 
 /* Checks the pairs and returns the uncompressed size, or a negative error. */
@@ -165,11 +205,13 @@ static int deflate_all(sl_spdy_deflater *d, size_t raw_len, size_t *out_len)
 int sl_spdy_nv_compress(sl_spdy_deflater *d, const sl_spdy_nv *nv, size_t n, const uint8_t **block,
                         size_t *block_len)
 {
-    if (d->broken || !d->ready)
+    if (d->broken || (!d->ready && !d->parked))
         return SL_ERR_COMPRESSION;
     long long size = raw_size(nv, n);
     if (size < 0)
         return (int)size;
+    if (d->parked && deflater_resume(d) != SL_OK)
+        return SL_ERR_NOMEM; /* nothing fed to zlib yet: not broken */
     size_t raw_len = (size_t)size;
     if (grow(&d->raw, &d->raw_cap, raw_len) != SL_OK)
         return SL_ERR_NOMEM; /* nothing fed to zlib yet: not broken */
@@ -181,6 +223,7 @@ int sl_spdy_nv_compress(sl_spdy_deflater *d, const sl_spdy_nv *nv, size_t n, con
     int rc = deflate_all(d, raw_len, &out_len);
     if (rc != SL_OK)
         return deflater_broken(d, rc);
+    deflater_park(d);
     *block = d->out;
     *block_len = out_len;
     return SL_OK;
@@ -204,7 +247,45 @@ void sl_spdy_inflater_fini(sl_spdy_inflater *in)
         inflateEnd(&in->z);
     free(in->buf);
     free(in->pairs);
+    free(in->hist);
     memset(in, 0, sizeof(*in));
+}
+
+/* At a flush boundary: keeps the window and ends zlib's state (left live
+ * when the window cannot be kept). */
+static void inflater_park(sl_spdy_inflater *in)
+{
+    uInt n = 0;
+    if (inflateGetDictionary(&in->z, NULL, &n) != Z_OK)
+        return;
+    uint8_t *h = malloc(n ? n : 1);
+    if (!h || inflateGetDictionary(&in->z, h, &n) != Z_OK) {
+        free(h);
+        return;
+    }
+    inflateEnd(&in->z);
+    in->hist = h;
+    in->hist_len = n;
+    in->ready = false;
+    in->parked = true;
+}
+
+/* A raw context (past the stream's zlib header) on the kept window. */
+static int inflater_resume(sl_spdy_inflater *in)
+{
+    memset(&in->z, 0, sizeof(in->z));
+    if (inflateInit2(&in->z, -MAX_WBITS) != Z_OK)
+        return SL_ERR_NOMEM;
+    if (inflateSetDictionary(&in->z, in->hist, (uInt)in->hist_len) != Z_OK) {
+        inflateEnd(&in->z);
+        return SL_ERR_NOMEM;
+    }
+    free(in->hist);
+    in->hist = NULL;
+    in->hist_len = 0;
+    in->parked = false;
+    in->ready = true;
+    return SL_OK;
 }
 
 static int inflater_broken(sl_spdy_inflater *in, int err)
@@ -273,8 +354,10 @@ static bool at_flush_boundary(int dtype, const uint8_t *block, size_t len)
 int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t block_len,
                           uint8_t **raw, size_t *raw_len)
 {
-    if (in->broken || !in->ready)
+    if (in->broken || (!in->ready && !in->parked))
         return SL_ERR_COMPRESSION;
+    if (in->parked && inflater_resume(in) != SL_OK)
+        return SL_ERR_NOMEM; /* the block was not read: context intact */
     in->len = 0;
     in->z.next_in = (Bytef *)block;
     in->z.avail_in = (uInt)block_len;
@@ -290,6 +373,7 @@ int sl_spdy_inflate_block(sl_spdy_inflater *in, const uint8_t *block, size_t blo
     /* spare byte so the parser can NUL-terminate the last value */
     if (in->len == in->cap && grow(&in->buf, &in->cap, in->len + 1) != SL_OK)
         return SL_ERR_NOMEM; /* the block was fully inflated: context intact */
+    inflater_park(in);
     *raw = in->buf;
     *raw_len = in->len;
     return SL_OK;

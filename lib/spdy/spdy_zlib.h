@@ -58,12 +58,23 @@ const sl_spdy_nv *sl_spdy_nv_find(const sl_spdy_nv *nv, size_t n, const char *na
 
 /* ---- sending --------------------------------------------------------------- */
 
+/* Between header blocks both contexts are parked: zlib's state (about 15
+ * KiB for the deflater, 10 for the inflater, touched) is ended and only the
+ * history the next block may refer to is kept (the deflater's window, the
+ * inflater's up to 32 KiB: the dictionary and the blocks so far, about 2
+ * KiB for an exec session); the next block resumes a raw context on it.
+ * A session that has set up its streams sends few or no more headers, so
+ * an idle session keeps the history alone (issue 16: 1,000 concurrent
+ * sessions). The stream's bytes are the same as with a live context. */
 typedef struct sl_spdy_deflater {
     z_stream z;
-    bool ready;  /* deflateInit2 done */
+    bool ready;  /* deflateInit2 done (and not parked) */
     bool broken; /* zlib failed mid-block; the peer's context is now out of step */
+    bool parked; /* zlib's state ended; hist holds the window */
     uint8_t *raw, *out;
     size_t raw_cap, out_cap;
+    uint8_t *hist;
+    size_t hist_len;
 } sl_spdy_deflater;
 
 /* Prepares the context (level 9, dictionary set). Returns SL_OK or
@@ -89,6 +100,9 @@ int sl_spdy_nv_compress(sl_spdy_deflater *d, const sl_spdy_nv *nv, size_t n, con
 typedef struct sl_spdy_inflater {
     z_stream z;
     bool ready, broken;
+    bool parked; /* zlib's state ended between blocks; hist holds the window */
+    uint8_t *hist;
+    size_t hist_len;
     size_t max_out; /* decompressed size limit per block */
     uint8_t *buf;   /* decompressed block (+1 spare byte for a NUL) */
     size_t cap, len;

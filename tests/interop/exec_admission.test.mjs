@@ -164,11 +164,16 @@ describe('exec admission per pod', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   test('an ExecSync whose deadline passes while queued never starts',
     { skip: skipReason() }, async () => {
+      // exec-mode runc: the native path starts an exec in a few ms, so
+      // with it all 100 started within their 1 s (5ce9114, load 12) and
+      // none was left waiting; a runc exec holds the one start slot for
+      // about 14 ms or more (bench exec `true`), so 200 of them make a
+      // queue longer than the deadline.
       const one = await SluicedInstance.start({ label: 'exadd',
-        args: ['--exec-max-concurrent-per-pod', '1'] });
+        args: ['--exec-max-concurrent-per-pod', '1', '--exec-mode', 'runc'] });
       try {
         const { ctr } = await podWithCtr(one, 'queued');
-        const n = 100;
+        const n = 200;
         const res = await Promise.all(Array.from({ length: n }, (_, i) =>
           one.execSync(ctr, ['sh', '-c', `echo ${i} >> /started; exec sleep ${SLEEP_ARG}`], 1,
             60000).then((r) => ({ ok: r }), (e) => ({ code: e.code, details: e.details }))));

@@ -371,6 +371,72 @@ describe('sluice-mon with runc', { skip: reason ?? false }, () => {
       assert.equal(rm.replies()[2].ok, true);
     });
 
+    // The monitor's open fds, once two readings 200 ms apart agree (a
+    // closed control connection is released on the loop).
+    const monFds = () => fs.readdirSync(`/proc/${mon.pid}/fd`).length;
+    async function settledFds() {
+      let prev = -1;
+      for (let i = 0; i < 50; i++) {
+        const n = monFds();
+        if (n === prev) return n;
+        prev = n;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      throw new Error('the monitor\'s fd count did not settle');
+    }
+
+    // exec_mode native for a spec the native path does not cover (a
+    // process.user key it does not apply: mon_nexec_plan.c) must go through
+    // runc exec: its scratch dir exists while the exec runs, the log says
+    // why, stdio and the exit code are the process's, and once it ended
+    // neither the dir nor any fd of the monitor is left.
+    test('native exec falls back to runc exec for a spec it does not cover; nothing is left',
+      async () => {
+        const b = bundle('fb', ['sleep', '3600']);
+        const cfgPath = path.join(b, 'config.json');
+        const cfg = JSON.parse(fs.readFileSync(cfgPath, 'utf8'));
+        cfg.process.user.username = 'nobody'; // a Windows field: runc ignores it
+        fs.writeFileSync(cfgPath, JSON.stringify(cfg, null, 1));
+        await mon.call([{ type: 'create', container_id: 'fb', bundle: b, log_path: logPath('fb') },
+          { type: 'start', container_id: 'fb' }]);
+        await waitFor(() => execDirState().entries.length === 0, 'no exec dir left before');
+        const fdsBefore = await settledFds();
+        const x = mon.client([{ type: 'exec', exec_id: 'f1', container_id: 'fb',
+          exec_mode: 'native', cmd: ['sh', '-c', 'read x; echo got-$x; echo err >&2; exit 5'],
+          stdin: true, stdout: true, stderr: true }],
+        { relay: true, waitEvent: 'exec_exited', match: 'exec_id=f1' });
+        await x.until((c) => c.replies().length === 2, 'exec reply');
+        assert.equal(x.replies()[1].ok, true, JSON.stringify(x.replies()[1]));
+        assert.deepEqual(x.replies()[1].fds, ['stdin', 'stdout', 'stderr']);
+        // it waits for its stdin: runc exec's scratch is there, the native path's never is
+        assert.deepEqual(execDirState().entries, ['f1'], 'runc exec\'s dir exists');
+        assert.ok(fs.existsSync(path.join(execDir(), 'f1', 'process.json')));
+        const log = mon.log();
+        assert.match(log,
+          /exec f1 in fb: runc exec, not native: process\.user\.username is set/);
+        assert.match(log, /exec f1 in fb: runc pid \d+/);
+        assert.doesNotMatch(log, /exec f1 in fb: starter pid/);
+        x.write('go\n');
+        x.end();
+        assert.equal((await x.done).code, 0, x.err);
+        assert.equal(x.stdout().toString(), 'got-go\n');
+        assert.equal(x.err, 'err\n');
+        assert.equal(x.events('exec_exited')[0].exit_code, 5);
+        // a start error on the fallback: runc's reason, the same words
+        const bad = await mon.call([{ type: 'exec', exec_id: 'f2', container_id: 'fb',
+          exec_mode: 'native', cmd: ['/no/such'], stdout: true }], { allowFail: true });
+        assert.equal(bad.replies()[1].ok, false);
+        assert.match(bad.replies()[1].error,
+          /OCI runtime exec failed: .*stat \/no\/such: no such file or directory$/);
+        assert.match(mon.log(), /exec f2 in fb: runc exec, not native/);
+        await waitFor(() => execDirState().entries.length === 0, 'runc exec\'s dirs removed');
+        await waitFor(() => monFds() === fdsBefore,
+          `the monitor's fds back to ${fdsBefore}`);
+        const rm = await mon.call([{ type: 'stop', container_id: 'fb', timeout: 0 },
+          { type: 'remove', container_id: 'fb' }]);
+        assert.equal(rm.replies()[2].ok, true);
+      });
+
     test('stop with a timeout: TERM is ignored by pid 1, KILL follows (137); remove',
       async () => {
         const t0 = Date.now();

@@ -468,6 +468,63 @@ static void every_cut_refused(const uint8_t *first, size_t first_len, const uint
     }
 }
 
+/* Between blocks both contexts are parked (no zlib state, only the
+ * history), and each side still reads the other: our blocks through a
+ * peer's live inflater, a peer's live deflater's blocks through ours, with
+ * repeated values so that blocks refer back into the kept history. */
+static void parked_between_blocks(void **state)
+{
+    (void)state;
+    sl_spdy_deflater d;
+    sl_spdy_inflater in;
+    assert_int_equal(sl_spdy_deflater_init(&d), SL_OK);
+    assert_int_equal(sl_spdy_inflater_init(&in, 65536), SL_OK);
+    z_stream pin;
+    memset(&pin, 0, sizeof(pin));
+    assert_int_equal(inflateInit(&pin), Z_OK);
+    peer_z pd;
+    pz_init(&pd);
+    for (int round = 0; round < 20; round++) {
+        char v[32];
+        int vl = snprintf(v, sizeof(v), "value-%d-%s", round % 3, round % 2 ? "odd" : "even");
+        const sl_spdy_nv h[2] = {NV("streamType", "stdout"), {"x-round", 7, v, (size_t)vl}};
+        const uint8_t *b;
+        size_t blen;
+        assert_int_equal(sl_spdy_nv_compress(&d, h, 2, &b, &blen), SL_OK);
+        assert_true(d.parked);
+        assert_false(d.ready);
+        uint8_t raw[512], want[512];
+        pin.next_in = (Bytef *)b;
+        pin.avail_in = (uInt)blen;
+        pin.next_out = raw;
+        pin.avail_out = sizeof(raw);
+        int rc = inflate(&pin, Z_SYNC_FLUSH);
+        if (rc == Z_NEED_DICT) {
+            assert_int_equal(inflateSetDictionary(&pin, sl_spdy_dict, SL_SPDY_DICT_LEN), Z_OK);
+            rc = inflate(&pin, Z_SYNC_FLUSH);
+        }
+        assert_int_equal(rc, Z_OK);
+        assert_int_equal(pin.avail_in, 0);
+        const char *kv[] = {"streamtype", "stdout", "x-round", v};
+        size_t wl = raw_nv(want, kv, 2);
+        assert_int_equal(sizeof(raw) - pin.avail_out, wl);
+        assert_memory_equal(raw, want, wl);
+        uint8_t blk[512];
+        size_t bl = pz_block(&pd, want, wl, Z_SYNC_FLUSH, blk, sizeof(blk));
+        const sl_spdy_nv *nv;
+        size_t n;
+        assert_int_equal(sl_spdy_nv_decode(&in, blk, bl, 64, &nv, &n), SL_OK);
+        assert_true(in.parked);
+        assert_false(in.ready);
+        assert_int_equal(n, 2);
+        assert_string_equal(nv[1].value, v);
+    }
+    inflateEnd(&pin);
+    deflateEnd(&pd.z);
+    sl_spdy_inflater_fini(&in);
+    sl_spdy_deflater_fini(&d);
+}
+
 static void golden_every_truncation(void **state)
 {
     (void)state;
@@ -629,6 +686,7 @@ int main(void)
         cmocka_unit_test(big_block_every_truncation),
         cmocka_unit_test(flush_variants),
         cmocka_unit_test(nv_cut_at_inner_flush),
+        cmocka_unit_test(parked_between_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
