@@ -68,9 +68,17 @@ async function state(sd) {
   const listed = new Set((await sd.rt.ListPodSandbox({})).items.map((p) => p.id));
   const podsDir = path.join(sd.runDir, 'pods');
   const runDirs = fs.existsSync(podsDir) ? fs.readdirSync(podsDir) : [];
-  const monRunDirs = podProcsUnder(sd.root, ['sluice-mon']).map((pid) => {
-    const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-    return path.basename(argv[argv.indexOf('--run-dir') + 1] || '');
+  // A monitor may exit between the listing and the read (its pod was just
+  // undone): a vanished /proc entry is a monitor that is no longer left.
+  const monRunDirs = podProcsUnder(sd.root, ['sluice-mon']).flatMap((pid) => {
+    let argv;
+    try {
+      argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    } catch (e) {
+      if (e.code === 'ENOENT' || e.code === 'ESRCH') return [];
+      throw e;
+    }
+    return [path.basename(argv[argv.indexOf('--run-dir') + 1] || '')];
   });
   return { listed, runDirs, monRunDirs, ipam: ipamOwners(sd.ipamDir) };
 }

@@ -203,7 +203,8 @@ int sl_store_discard_dir(sl_image_store *s, const char *dir, sl_error *e)
 static int drop_unused_layer(sl_image_store *s, const char *name, void *arg)
 {
     char id[SL_DIGEST_STR_LEN + 8];
-    snprintf(id, sizeof(id), "sha256:%s", name);
+    if (snprintf(id, sizeof(id), "sha256:%s", name) >= (int)sizeof(id))
+        id[0] = '\0'; /* too long to be a digest: not ours, so unused */
     if (sl_digest_valid(id) && sl_index_layer_users(s, id) > 0)
         return 0;
     SL_AUTOFREE char *p = sl_path_join(s->layers_dir, name);
@@ -224,7 +225,8 @@ static int drop_unused_blob(sl_image_store *s, const char *name, void *arg)
 {
     (void)arg;
     char id[SL_DIGEST_STR_LEN + 8];
-    snprintf(id, sizeof(id), "sha256:%s", name);
+    if (snprintf(id, sizeof(id), "sha256:%s", name) >= (int)sizeof(id))
+        id[0] = '\0'; /* too long to be a digest: not ours, so unused */
     if (sl_digest_valid(id) && blob_used(s, id))
         return 0;
     SL_AUTOFREE char *p = sl_path_join(s->blobs_dir, name);

@@ -235,8 +235,8 @@ static void apply_xattrs(int fd, struct archive_entry *ent)
 /* Owner, then mode (chown clears setuid), xattrs, times (unless deferred). */
 static int apply_meta_fd(unpacker *u, int fd, struct archive_entry *ent, int times)
 {
-    uid_t uid;
-    gid_t gid;
+    uid_t uid = 0;
+    gid_t gid = 0;
     if (entry_owner(u, ent, &uid, &gid) < 0)
         return -1;
     if (fchown(fd, uid, gid) < 0 && (errno != EPERM || u->is_root))
@@ -254,8 +254,8 @@ static int apply_meta_fd(unpacker *u, int fd, struct archive_entry *ent, int tim
 /* Owner and times of a name that must not be opened (symlink, whiteout). */
 static int apply_meta_at(unpacker *u, int pfd, const char *name, struct archive_entry *ent)
 {
-    uid_t uid;
-    gid_t gid;
+    uid_t uid = 0;
+    gid_t gid = 0;
     if (entry_owner(u, ent, &uid, &gid) < 0)
         return -1;
     if (fchownat(pfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0 && (errno != EPERM || u->is_root))
