@@ -277,11 +277,27 @@ describe('sluiced gRPC', () => {
     await stillServing();
   });
 
-  test('SIGTERM: exit 0 and the socket file is gone', async () => {
+  test('SIGTERM: exit 0 and the socket file is gone; an idle connection whose peer does not ' +
+    'read (a pooled synchronous client) is closed, not waited for', async () => {
     cri.close();
     cri = null;
+    // A client that made one call and now holds its connection idle
+    // without reading it, as a pool of blocking clients does.
+    const idle = net.connect(d.sock);
+    await new Promise((resolve) => idle.once('connect', resolve));
+    const settings = new Promise((resolve) => idle.once('data', resolve));
+    idle.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'),
+      Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    await settings;
+    idle.pause();
+    let peerClosed = false;
+    idle.on('close', () => { peerClosed = true; });
     await s.stop();
     assert.ok(!existsSync(d.sock), 'socket file left behind');
+    assert.ok(!peerClosed, 'the test peer closed its end itself');
+    assert.doesNotMatch(s.stderr, /did not close after our GOAWAY/,
+      'sluiced waited for the idle peer until its cut-off');
+    idle.destroy();
   });
 });
 

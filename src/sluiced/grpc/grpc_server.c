@@ -13,6 +13,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sl_log.h"
+
 #include "grpc/grpc_server_impl.h"
 #include "sl_log.h"
 #include "sluice/error.h"
@@ -113,7 +115,13 @@ static void timer_cb(uv_timer_t *t)
 {
     gconn *g = t->data;
     if (g->srv->closing || g->goaway) {
-        sl_gconn_close(g); /* did not drain in time */
+        /* Did not take its GOAWAY in time: a peer that stopped reading, or
+         * one still busy with a call we had to cancel. */
+        char ms[16];
+        snprintf(ms, sizeof(ms), "%u", SL_GRPC_SHUTDOWN_TIMEOUT_MS);
+        sl_log(SL_LOG_INFO, "cut a CRI connection that did not close after our GOAWAY", "after_ms",
+               ms, NULL);
+        sl_gconn_close(g);
         return;
     }
     sl_grpc_conn_expire(g->core, uv_now(g->srv->loop));
@@ -133,10 +141,34 @@ static void arm_deadline(gconn *g)
     uv_timer_start(&g->timer, timer_cb, next > t ? next - t : 0, 0);
 }
 
+/* Reads and drops what the peer already sent: closing a unix socket with
+ * unread bytes makes the peer's next read fail with ECONNRESET. */
+static void drain_input(sl_grpc_server *s, uv_stream_t *st)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)st, &fd) < 0)
+        return;
+    for (size_t total = 0; total < DRAIN_MAX;) {
+        ssize_t n = recv(fd, s->rbuf, sizeof(s->rbuf), MSG_DONTWAIT);
+        if (n <= 0)
+            return;
+        total += (size_t)n;
+    }
+}
+
+/* Our side is shut and everything before it written. At the server's own
+ * shutdown a peer that holds an idle connection without reading (a pooled
+ * synchronous client) would keep the process up for the whole cut-off, so
+ * the connection is closed now, after dropping what the peer sent: closing
+ * with unread bytes would reset its read of our GOAWAY. */
 static void shutdown_cb(uv_shutdown_t *req, int status)
 {
-    (void)req;
     (void)status;
+    gconn *g = req->handle->data;
+    if (g->closing || !g->srv->closing)
+        return;
+    drain_input(g->srv, (uv_stream_t *)&g->pipe);
+    sl_gconn_close(g);
 }
 
 /* Our GOAWAY is out: shut our side, wait for the peer's EOF. */
@@ -213,21 +245,6 @@ void sl_gconn_close(gconn *g)
     uv_close((uv_handle_t *)&g->pipe, handle_closed);
     uv_close((uv_handle_t *)&g->timer, handle_closed);
     uv_close((uv_handle_t *)&g->idle, handle_closed);
-}
-
-/* Reads and drops what the peer already sent: closing a unix socket with
- * unread bytes makes the peer's next read fail with ECONNRESET. */
-static void drain_input(sl_grpc_server *s, uv_stream_t *st)
-{
-    uv_os_fd_t fd;
-    if (uv_fileno((uv_handle_t *)st, &fd) < 0)
-        return;
-    for (size_t total = 0; total < DRAIN_MAX;) {
-        ssize_t n = recv(fd, s->rbuf, sizeof(s->rbuf), MSG_DONTWAIT);
-        if (n <= 0)
-            return;
-        total += (size_t)n;
-    }
 }
 
 void sl_gconn_goaway(gconn *g, uint32_t error_code, const char *debug)

@@ -76,8 +76,10 @@ uint32_t sl_grpc_server_max_connections(const sl_grpc_server *s);
 void sl_grpc_server_get_stats(const sl_grpc_server *s, sl_grpc_server_stats *out);
 
 /* Stops listening and removes the socket file, sends GOAWAY on every
- * connection and closes them (cutting those that do not drain within
- * SL_GRPC_SHUTDOWN_TIMEOUT_MS); calls still held by handlers are cancelled.
+ * connection and closes each once everything before and with its GOAWAY is
+ * written (the peer's close is not awaited; cut at
+ * SL_GRPC_SHUTDOWN_TIMEOUT_MS if the writing does not finish); calls still
+ * held by handlers are cancelled.
  * cb(s, arg) runs once every handle is closed. */
 void sl_grpc_server_close(sl_grpc_server *s, void (*cb)(sl_grpc_server *s, void *arg), void *arg);
 void sl_grpc_server_free(sl_grpc_server *s);
