@@ -1,6 +1,6 @@
 // Streaming sessions live in the pod monitors, so they outlive sluiced.
-// 256 MiB sha256-checked transfers (exec stdout, exec stdin, attach output,
-// port-forward downloads), each with independent clients on every transport
+// sha256-checked transfers (256 MiB of exec stdout, exec stdin and
+// port-forward download, 64 MiB of attach output), each with independent clients on every transport
 // (Node `ws` on WebSocket v5 and the legacy port-forward channels, the Go
 // spdystream client on SPDY, the stock kubectl through sluice-kube on
 // WebSocket and on SPDY), while sluiced is SIGKILLed mid-transfer and
@@ -33,6 +33,11 @@ const skip = skipReason({ cni: true }) || goClientSkip() || kubeSkipReason();
 const MiB = 1024 * 1024;
 const BLOB = 256 * MiB;
 const HOLD_AT = 64 * MiB; // the transfer is held and sluiced restarted here
+// Attach output comes at the container's pace (see att below): a smaller
+// blob, still held and restarted a quarter in, keeps the 8 attach cases
+// from taking a minute of every lane.
+const ATT_BLOB = 64 * MiB;
+const ATT_HOLD_AT = 16 * MiB;
 const HTTP_PORT = 8080;
 const NS = 'sluice-test';
 const TRANSFER_MS = 240000;
@@ -40,19 +45,20 @@ const PF_CONNECT_TIMEOUT_MS = 2000;
 
 const sha256 = (b) => crypto.createHash('sha256').update(b).digest('hex');
 
-// Counts and hashes a stream of chunks; calls hold() once HOLD_AT is passed.
+// Counts and hashes a stream of chunks; calls hold() once holdAt is passed.
 class Sink {
-  constructor(onHold) {
+  constructor(onHold, holdAt = HOLD_AT) {
     this.h = crypto.createHash('sha256');
     this.n = 0;
     this.onHold = onHold;
+    this.holdAt = holdAt;
     this.heldAt = null;
   }
 
   add(d) {
     this.h.update(d);
     this.n += d.length;
-    if (this.heldAt === null && this.n >= HOLD_AT) {
+    if (this.heldAt === null && this.n >= this.holdAt) {
       this.heldAt = this.n;
       this.onHold();
     }
@@ -108,7 +114,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
   let sd;
   let pod;
   let src; // a 256 MiB /tmp/blob served by httpd on :8080; exec target
-  let att; // cats its own 256 MiB /tmp/blob for each line on its stdin
+  let att; // cats its own 64 MiB /tmp/blob for each line on its stdin
   let srcSum;
   let attSum;
   let upload; // 256 MiB sent into exec stdin
@@ -120,11 +126,11 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     sd = await SluicedInstance.start({ label: 'srst', args: ['--portforward-connect-timeout-ms',
       String(PF_CONNECT_TIMEOUT_MS)], cni: { bridge: 'slt-srst', subnet: '10.89.12.0/24' } });
     pod = await sd.runPod('data');
-    const mk = `head -c ${BLOB} /dev/urandom > /tmp/blob && sha256sum /tmp/blob > /tmp/sum && touch /tmp/ready`;
+    const mk = (n) => `head -c ${n} /dev/urandom > /tmp/blob && sha256sum /tmp/blob > /tmp/sum && touch /tmp/ready`;
     src = await sd.runContainer(pod, 'src',
-      { command: ['sh', '-c', `${mk}; exec httpd -f -p ${HTTP_PORT} -h /tmp`] });
+      { command: ['sh', '-c', `${mk(BLOB)}; exec httpd -f -p ${HTTP_PORT} -h /tmp`] });
     // Attach output is never held up by a client (the monitor cuts one that
-    // falls behind), so the hold is at the source: after 64 MiB the
+    // falls behind), so the hold is at the source: after 16 MiB the
     // container waits for /tmp/cont (made by the test once sluiced is back),
     // and it writes 1 MiB at a time with a pause, a pace clients keep up with
     // (at most ~50 MiB/s: at 5 ms an ASan monitor on the loaded machine let
@@ -132,9 +138,9 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     const piece = (from, to) => `i=${from}; while [ $i -lt ${to} ]; do ` +
       'dd if=/tmp/blob bs=1048576 skip=$i count=1 2>/dev/null; i=$((i+1)); sleep 0.02; done';
     att = await sd.runContainer(pod, 'att', { stdin: true,
-      command: ['sh', '-c', `${mk}; while read l; do ${piece(0, HOLD_AT / MiB)}; ` +
+      command: ['sh', '-c', `${mk(ATT_BLOB)}; while read l; do ${piece(0, ATT_HOLD_AT / MiB)}; ` +
         'while [ ! -e /tmp/cont ]; do sleep 0.05; done; rm -f /tmp/cont; ' +
-        `${piece(HOLD_AT / MiB, BLOB / MiB)}; done`] });
+        `${piece(ATT_HOLD_AT / MiB, ATT_BLOB / MiB)}; done`] });
     const sumOf = async (id) => {
       for (let i = 0; i < 400; i++) {
         const r = await sd.execSync(id, ['cat', '/tmp/sum']);
@@ -147,7 +153,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     const t0 = Date.now();
     srcSum = await sumOf(src);
     attSum = await sumOf(att);
-    console.log(`# the two 256 MiB blobs made and summed in ${Date.now() - t0} ms`);
+    console.log(`# the two blobs (256 and 64 MiB) made and summed in ${Date.now() - t0} ms`);
     upload = crypto.randomBytes(BLOB);
     fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
     fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
@@ -310,7 +316,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
 
   // ---- attach: a line on stdin makes the container cat its blob ----
 
-  // The container holds at HOLD_AT until /tmp/cont exists.
+  // The container holds at ATT_HOLD_AT until /tmp/cont exists.
   const attachHold = async (how) => {
     await restart(how);
     await sd.execSync(att, ['touch', '/tmp/cont']);
@@ -319,10 +325,10 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
   async function attachChild(how, c) {
     const sink = new Sink(() => {
       attachHold(how).catch((e) => { c.failed = e; c.proc.kill('SIGKILL'); });
-    });
+    }, ATT_HOLD_AT);
     const full = new Promise((resolve) => c.proc.stdout.on('data', (d) => {
       sink.add(d);
-      if (sink.n >= BLOB) resolve();
+      if (sink.n >= ATT_BLOB) resolve();
     }));
     c.proc.stdin.write('go\n');
     await Promise.race([full, c.exit]);
@@ -338,11 +344,11 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
       let s;
       const sink = new Sink(() => {
         attachHold(how).catch((e) => { s.failed = e; s.poke(); });
-      });
+      }, ATT_HOLD_AT);
       s = await connect(wsUrl(await sd.attachUrl(att, { stdin: true })), { protocols: [V5],
         keep: (ch) => ch !== CH.STDOUT, sink: (ch, d) => { if (ch === CH.STDOUT) sink.add(d); } });
       s.send(CH.STDIN, 'go\n');
-      await s.waitFor(() => sink.n >= BLOB || s.failed, 'the whole blob', TRANSFER_MS);
+      await s.waitFor(() => sink.n >= ATT_BLOB || s.failed, 'the whole blob', TRANSFER_MS);
       if (s.failed) throw s.failed;
       s.sendClose(CH.STDIN);
       await s.waitClosed(TRANSFER_MS);
@@ -432,11 +438,11 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
         });
     }
     for (const [client, run] of Object.entries(attach)) {
-      test(`${what}: attach, ${client}: 256 MiB of container output`, { timeout: TRANSFER_MS },
+      test(`${what}: attach, ${client}: 64 MiB of container output`, { timeout: TRANSFER_MS },
         async () => {
           const sink = await run(how);
-          assert.ok(sink.heldAt > 0 && sink.heldAt < BLOB, `held mid-transfer (${sink.heldAt})`);
-          assert.equal(sink.n, BLOB);
+          assert.ok(sink.heldAt > 0 && sink.heldAt < ATT_BLOB, `held mid-transfer (${sink.heldAt})`);
+          assert.equal(sink.n, ATT_BLOB);
           assert.equal(sink.digest(), attSum);
         });
     }
