@@ -20,7 +20,9 @@ const NS = 'sluice-test';
 // 1 GiB; 256 MiB under ASan (CI's second lane), where the copy is several
 // times slower: the stall and the memory bound are the same either way.
 const SIZE = (/asan/.test(process.env.SLUICED || '') ? 256 : 1024) * 1024 * 1024;
-const STALL_MS = 10000;
+// Long enough that an unbounded buffer would show: the 1 GiB offered is
+// copied at several hundred MiB/s when the client reads.
+const STALL_MS = 4000;
 // Growth allowed during the stall, per process: the connection's output
 // mark (256 KiB), the pipe and socket buffers the kernel holds are not
 // ours; a few MiB covers allocator slack.
@@ -71,8 +73,8 @@ async function stallAndDrain(stream, pids) {
   }).then(async () => {
     const before = pids.map(rssKiB);
     const peak = [...before];
-    for (let t = 0; t < STALL_MS; t += 500) {
-      await sleep(500);
+    for (let t = 0; t < STALL_MS; t += 250) {
+      await sleep(250);
       pids.forEach((p, i) => { peak[i] = Math.max(peak[i], rssKiB(p)); });
     }
     const atStall = n;
