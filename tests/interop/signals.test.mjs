@@ -14,7 +14,7 @@ import { SluicedInstance, skipReason } from './lib/sluiced.mjs';
 import { SLUICECTL, Tmux, ctlBackground, haveTmux, sleep, tmpDir } from './lib/sluicectl.mjs';
 
 const END_MS = 4000; // the client library gives a stuck goodbye 2 s
-const STUCK_MS = 1500; // upload this long before the signal
+const STUCK_MS = 800; // no write taken for this long: every buffer on the way is full
 const skip = skipReason() || (fs.existsSync(SLUICECTL) ? false : `no sluicectl at ${SLUICECTL}`);
 
 // Resolves {code, signal} of p, or null when it did not end within ms.
