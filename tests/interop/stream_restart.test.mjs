@@ -1,9 +1,9 @@
 // Streaming sessions live in the pod monitors, so they outlive sluiced.
-// sha256-checked transfers (256 MiB of exec stdout, exec stdin and
-// port-forward download, 64 MiB of attach output), each with independent clients on every transport
-// (Node `ws` on WebSocket v5 and the legacy port-forward channels, the Go
-// spdystream client on SPDY, the stock kubectl through sluice-kube on
-// WebSocket and on SPDY), while sluiced is SIGKILLed mid-transfer and
+// 256 MiB sha256-checked transfers (exec stdout, exec stdin, attach output,
+// port-forward downloads; attach 64 MiB under ASan), each with independent
+// clients on every transport (Node `ws` on WebSocket v5 and the legacy
+// port-forward channels, the Go spdystream client on SPDY, the stock
+// kubectl through sluice-kube on WebSocket and on SPDY), while sluiced is SIGKILLed mid-transfer and
 // started again, then the same with an upgrade (SIGTERM, and a copy of the
 // binaries at another path started). Each transfer is held (its client stops
 // reading or writing) while sluiced is down, so the restart happens
@@ -33,11 +33,17 @@ const skip = skipReason({ cni: true }) || goClientSkip() || kubeSkipReason();
 const MiB = 1024 * 1024;
 const BLOB = 256 * MiB;
 const HOLD_AT = 64 * MiB; // the transfer is held and sluiced restarted here
-// Attach output comes at the container's pace (see att below): a smaller
-// blob, still held and restarted a quarter in, keeps the 8 attach cases
-// from taking a minute of every lane.
-const ATT_BLOB = 64 * MiB;
-const ATT_HOLD_AT = 16 * MiB;
+// Attach output comes at the container's pace (see att below): 256 MiB in
+// 2 MiB pieces 10 ms apart on the gcc build; under ASan (CI's second lane),
+// where the monitor is several times slower, 64 MiB in 1 MiB pieces 20 ms
+// apart (at 1 MiB per 5 ms an ASan monitor on the loaded machine let the
+// SPDY attach client fall 4 MiB behind once, and it was cut). A piece stays
+// under the monitor's 4 MiB attach backlog. Held and restarted a quarter in.
+const ASAN = /asan/.test(process.env.SLUICED || '');
+const ATT_BLOB = (ASAN ? 64 : 256) * MiB;
+const ATT_HOLD_AT = ATT_BLOB / 4;
+const ATT_PIECE_MIB = ASAN ? 1 : 2;
+const ATT_PAUSE_S = ASAN ? 0.02 : 0.01; // after each piece
 const HTTP_PORT = 8080;
 const NS = 'sluice-test';
 const TRANSFER_MS = 240000;
@@ -114,7 +120,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
   let sd;
   let pod;
   let src; // a 256 MiB /tmp/blob served by httpd on :8080; exec target
-  let att; // cats its own 64 MiB /tmp/blob for each line on its stdin
+  let att; // cats its own ATT_BLOB /tmp/blob for each line on its stdin
   let srcSum;
   let attSum;
   let upload; // 256 MiB sent into exec stdin
@@ -130,13 +136,13 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     src = await sd.runContainer(pod, 'src',
       { command: ['sh', '-c', `${mk(BLOB)}; exec httpd -f -p ${HTTP_PORT} -h /tmp`] });
     // Attach output is never held up by a client (the monitor cuts one that
-    // falls behind), so the hold is at the source: after 16 MiB the
+    // falls behind), so the hold is at the source: after ATT_HOLD_AT the
     // container waits for /tmp/cont (made by the test once sluiced is back),
-    // and it writes 1 MiB at a time with a pause, a pace clients keep up with
-    // (at most ~50 MiB/s: at 5 ms an ASan monitor on the loaded machine let
-    // the SPDY attach client fall 4 MiB behind once, and it was cut).
+    // and it writes a piece at a time with a pause, a pace clients keep up
+    // with.
     const piece = (from, to) => `i=${from}; while [ $i -lt ${to} ]; do ` +
-      'dd if=/tmp/blob bs=1048576 skip=$i count=1 2>/dev/null; i=$((i+1)); sleep 0.02; done';
+      `dd if=/tmp/blob bs=1048576 skip=$i count=${ATT_PIECE_MIB} 2>/dev/null; ` +
+      `i=$((i+${ATT_PIECE_MIB})); sleep ${ATT_PAUSE_S}; done`;
     att = await sd.runContainer(pod, 'att', { stdin: true,
       command: ['sh', '-c', `${mk(ATT_BLOB)}; while read l; do ${piece(0, ATT_HOLD_AT / MiB)}; ` +
         'while [ ! -e /tmp/cont ]; do sleep 0.05; done; rm -f /tmp/cont; ' +
@@ -153,7 +159,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
     const t0 = Date.now();
     srcSum = await sumOf(src);
     attSum = await sumOf(att);
-    console.log(`# the two blobs (256 and 64 MiB) made and summed in ${Date.now() - t0} ms`);
+    console.log(`# the two blobs (${BLOB / MiB} and ${ATT_BLOB / MiB} MiB) made and summed in ${Date.now() - t0} ms`);
     upload = crypto.randomBytes(BLOB);
     fronts.websocket = await KubeFront.start({ endpoint: sd.endpoint });
     fronts.spdy = await KubeFront.start({ endpoint: sd.endpoint });
@@ -438,7 +444,7 @@ describe('streaming sessions outlive sluiced: SIGKILL and upgrade mid-transfer',
         });
     }
     for (const [client, run] of Object.entries(attach)) {
-      test(`${what}: attach, ${client}: 64 MiB of container output`, { timeout: TRANSFER_MS },
+      test(`${what}: attach, ${client}: ${ATT_BLOB / MiB} MiB of container output`, { timeout: TRANSFER_MS },
         async () => {
           const sink = await run(how);
           assert.ok(sink.heldAt > 0 && sink.heldAt < ATT_BLOB, `held mid-transfer (${sink.heldAt})`);
