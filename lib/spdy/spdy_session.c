@@ -65,6 +65,8 @@ sl_spdy_session *sl_spdy_session_new(sl_spdy_role role, const sl_spdy_callbacks 
     s->send_window = SL_SPDY_INITIAL_WINDOW;
     s->recv_window = s->lim.initial_window;
     s->peer_max_streams = UINT32_MAX;
+    s->table = s->small;
+    s->nbuckets = STREAM_BUCKETS_MIN;
     return s;
 }
 
@@ -72,7 +74,7 @@ void sl_spdy_session_free(sl_spdy_session *s)
 {
     if (!s)
         return;
-    for (size_t b = 0; b < STREAM_BUCKETS; b++) {
+    for (size_t b = 0; b < s->nbuckets; b++) {
         sl_spdy_stream *st = s->table[b];
         while (st) {
             sl_spdy_stream *next = st->hnext;
@@ -81,6 +83,8 @@ void sl_spdy_session_free(sl_spdy_session *s)
             st = next;
         }
     }
+    if (s->table != s->small)
+        free(s->table);
     sl_spdy_reader_fini(&s->rd);
     sl_spdy_deflater_fini(&s->def);
     sl_spdy_inflater_fini(&s->inf);
@@ -89,14 +93,39 @@ void sl_spdy_session_free(sl_spdy_session *s)
 
 /* ---- stream table ---------------------------------------------------------- */
 
-static size_t bucket(uint32_t id)
+static size_t bucket(const sl_spdy_session *s, uint32_t id)
 {
-    return (id >> 1) % STREAM_BUCKETS;
+    return (id >> 1) & (s->nbuckets - 1);
+}
+
+/* Four times the buckets (STREAM_BUCKETS_MAX at most); on no memory the
+ * table stays as it is (chains only get longer). */
+static void grow_table(sl_spdy_session *s)
+{
+    size_t n = s->nbuckets * 4;
+    if (n > STREAM_BUCKETS_MAX)
+        n = STREAM_BUCKETS_MAX;
+    sl_spdy_stream **t = calloc(n, sizeof(*t));
+    if (!t)
+        return;
+    sl_spdy_stream **old = s->table;
+    size_t oldn = s->nbuckets;
+    s->table = t;
+    s->nbuckets = n;
+    for (size_t b = 0; b < oldn; b++) {
+        for (sl_spdy_stream *st = old[b], *next; st; st = next) {
+            next = st->hnext;
+            st->hnext = t[bucket(s, st->id)];
+            t[bucket(s, st->id)] = st;
+        }
+    }
+    if (old != s->small)
+        free(old);
 }
 
 sl_spdy_stream *sl_spdy_stream_find(const sl_spdy_session *s, uint32_t id)
 {
-    for (sl_spdy_stream *st = s->table[bucket(id)]; st; st = st->hnext)
+    for (sl_spdy_stream *st = s->table[bucket(s, id)]; st; st = st->hnext)
         if (st->id == id)
             return st;
     return NULL;
@@ -117,9 +146,11 @@ sl_spdy_stream *sl_spdy_stream_new(const sl_spdy_session *s, uint32_t id, bool l
 void sl_spdy_stream_link(sl_spdy_session *s, sl_spdy_stream *st)
 {
     uint32_t id = st->id;
-    st->hnext = s->table[bucket(id)];
-    s->table[bucket(id)] = st;
+    st->hnext = s->table[bucket(s, id)];
+    s->table[bucket(s, id)] = st;
     s->nstreams++;
+    if (s->nstreams > 2 * s->nbuckets && s->nbuckets < STREAM_BUCKETS_MAX)
+        grow_table(s);
     if (st->local)
         s->nlocal++;
     else
@@ -129,7 +160,7 @@ void sl_spdy_stream_link(sl_spdy_session *s, sl_spdy_stream *st)
 void sl_spdy_stream_remove(sl_spdy_session *s, sl_spdy_stream *st, uint32_t reset_status)
 {
     uint32_t id = st->id;
-    sl_spdy_stream **pp = &s->table[bucket(id)];
+    sl_spdy_stream **pp = &s->table[bucket(s, id)];
     while (*pp != st)
         pp = &(*pp)->hnext;
     *pp = st->hnext;
@@ -341,7 +372,7 @@ static int set_initial_window(sl_spdy_session *s, uint32_t value)
     s->peer_fc = true;
     if (delta > 0)
         s->grants++;
-    for (size_t b = 0; b < STREAM_BUCKETS; b++)
+    for (size_t b = 0; b < s->nbuckets; b++)
         for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext)
             st->send_window += delta;
     /* The peer announced: answer with ours, so it knows at once that we
@@ -388,7 +419,7 @@ static int on_goaway(sl_spdy_session *s, const sl_spdy_ctrl *c)
      * the scan after each removal: callbacks may change the table. */
     for (bool again = true; again;) {
         again = false;
-        for (size_t b = 0; b < STREAM_BUCKETS && !again; b++) {
+        for (size_t b = 0; b < s->nbuckets && !again; b++) {
             for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext) {
                 if (st->local && st->id > c->stream_id) {
                     sl_spdy_stream_remove(s, st, SL_SPDY_REFUSED_STREAM);

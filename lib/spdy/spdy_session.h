@@ -114,8 +114,9 @@
 /* SPDY/3 default window, for both directions (ours until we announce
  * another with sl_spdy_session_announce_window). */
 #define SL_SPDY_INITIAL_WINDOW 65536
-/* Credit is returned once this many bytes have accumulated (for a stream:
- * half our stream window if that is less). */
+/* Session credit is returned once this many bytes have accumulated while
+ * the session window is SPDY's 64 KiB; stream credit, and session credit
+ * after we announced a larger window, once half our stream window has. */
 #define SL_SPDY_WINDOW_UPDATE_THRESHOLD 32768u
 /* How many ids of streams we reset are remembered to drop late DATA. */
 #define SL_SPDY_RESET_MEMORY 64
@@ -242,16 +243,18 @@ int sl_spdy_stream_close(sl_spdy_session *s, uint32_t id);
 size_t sl_spdy_stream_pending(const sl_spdy_session *s, uint32_t id);
 /* The application has used n more bytes received on stream id. Stream
  * credit is returned (WINDOW_UPDATE for the stream) only to a peer that
- * uses flow control or after we announced, in steps of at least
- * SL_SPDY_WINDOW_UPDATE_THRESHOLD (or half our stream window if smaller);
- * the session window was credited when the bytes arrived. Returns SL_OK,
+ * uses flow control or after we announced, in steps of half our stream
+ * window; the session window was credited when the bytes arrived. Returns SL_OK,
  * SL_ERR_NOTFOUND (the stream is gone), SL_ERR_INVAL (more than was
  * received and not yet consumed), SL_ERR_NOMEM. */
 int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n);
 
 /* Announces that we use flow control: sends SETTINGS INITIAL_WINDOW_SIZE =
  * initial_window (once), makes our stream receive windows that size
- * (existing streams too), and from then on returns credit with
+ * (existing streams too), widens the session window (SPDY/3.1's 64 KiB) to
+ * the same size with a WINDOW_UPDATE for stream 0 (it costs no memory:
+ * session credit goes back on arrival, the stream windows bound what we
+ * hold), and from then on returns credit with
  * WINDOW_UPDATE as the application calls sl_spdy_stream_consumed(),
  * whether or not the peer uses flow control; credit held back until now
  * goes out at once. Meant for our own client, right after

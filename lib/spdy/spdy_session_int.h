@@ -5,7 +5,11 @@
 
 #include "spdy/spdy_session.h"
 
-#define STREAM_BUCKETS 256u /* hash buckets of the stream table */
+/* Hash buckets of the stream table: a few inline (an exec session has at
+ * most 5 streams), growing 4x while there are more than two streams per
+ * bucket, up to the most. */
+#define STREAM_BUCKETS_MIN 8u
+#define STREAM_BUCKETS_MAX 256u
 
 typedef struct sl_spdy_stream {
     uint32_t id;
@@ -36,7 +40,9 @@ struct sl_spdy_session {
     sl_spdy_deflater def;
     sl_spdy_inflater inf;
 
-    sl_spdy_stream *table[STREAM_BUCKETS];
+    sl_spdy_stream **table; /* small, or an allocated one once grown */
+    size_t nbuckets;        /* a power of two */
+    sl_spdy_stream *small[STREAM_BUCKETS_MIN];
     size_t nstreams, nremote, nlocal;
     sl_spdy_stream *qhead, *qtail;
     size_t nqueued;

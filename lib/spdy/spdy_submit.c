@@ -178,14 +178,22 @@ static int send_credit(sl_spdy_session *s, uint32_t id, uint64_t *credit, uint64
     return SL_OK;
 }
 
-/* Half our stream window at most, so a small announced window still
- * reopens before the peer runs dry. */
+/* Credit goes back in half-window steps: the window reopens before the
+ * peer runs dry, and a large window costs few WINDOW_UPDATEs (one per
+ * 128 KiB with a 256 KiB window, not one per 32 KiB). */
 static uint64_t stream_threshold(const sl_spdy_session *s)
 {
     uint64_t half = (uint64_t)s->recv_window / 2;
-    if (half > SL_SPDY_WINDOW_UPDATE_THRESHOLD)
-        return SL_SPDY_WINDOW_UPDATE_THRESHOLD;
     return half ? half : 1;
+}
+
+/* The session window is SPDY/3.1's 64 KiB until we announce a larger stream
+ * window, which widens it to the same size (announce_window). */
+static uint64_t session_threshold(const sl_spdy_session *s)
+{
+    if (s->recv_window > SL_SPDY_INITIAL_WINDOW)
+        return (uint64_t)s->recv_window / 2;
+    return SL_SPDY_WINDOW_UPDATE_THRESHOLD;
 }
 
 int sl_spdy_credit_session(sl_spdy_session *s, uint64_t n)
@@ -195,7 +203,7 @@ int sl_spdy_credit_session(sl_spdy_session *s, uint64_t n)
         return SL_OK; /* spdystream never asks for credit */
     /* SPDY/3.1 session window: the Upgrade token promises 3.1, so a peer
      * that uses flow control at all gets session credit too. */
-    return send_credit(s, 0, &s->session_credit, SL_SPDY_WINDOW_UPDATE_THRESHOLD);
+    return send_credit(s, 0, &s->session_credit, session_threshold(s));
 }
 
 int sl_spdy_credit_stream(sl_spdy_session *s, sl_spdy_stream *st, uint64_t n)
@@ -223,7 +231,7 @@ int sl_spdy_stream_consumed(sl_spdy_session *s, uint32_t id, size_t n)
  * tracked its windows all along, so only then do they match ours. */
 static int return_held_credit(sl_spdy_session *s)
 {
-    for (size_t b = 0; b < STREAM_BUCKETS; b++) {
+    for (size_t b = 0; b < s->nbuckets; b++) {
         for (sl_spdy_stream *st = s->table[b]; st; st = st->hnext) {
             int rc = send_credit(s, st->id, &st->credit, 1);
             if (rc != SL_OK)
@@ -247,6 +255,15 @@ int sl_spdy_session_announce_window(sl_spdy_session *s, uint32_t initial_window)
         return rc;
     s->announced = true;
     s->recv_window = initial_window;
+    /* The session window starts at 64 KiB whatever the stream windows are:
+     * widened to one stream window, so a lone stream can use all of its
+     * own. It costs no memory: session credit is returned on arrival, and
+     * the stream windows bound what the application holds. */
+    if (initial_window > SL_SPDY_INITIAL_WINDOW) {
+        rc = sl_spdy_write_window_update(s->out, 0, initial_window - SL_SPDY_INITIAL_WINDOW);
+        if (rc != SL_OK)
+            return rc;
+    }
     return return_held_credit(s);
 }
 

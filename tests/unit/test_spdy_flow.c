@@ -251,6 +251,37 @@ static void fc_inbound_credit(void **state)
     app_free(a);
 }
 
+/* The stream table starts with a few buckets and grows as streams are
+ * opened (8, 32, 128, 256): every stream is found through each growth,
+ * and removals from the grown table leave the rest findable. */
+static void stream_table_grows(void **state)
+{
+    (void)state;
+    app *c = app_new(SL_SPDY_CLIENT, NULL), *s = app_new(SL_SPDY_SERVER, NULL);
+    const uint32_t n = 600;
+    for (uint32_t i = 0; i < n; i++) {
+        const sl_spdy_nv h = {"streamtype", 10, "data", 4};
+        uint32_t id;
+        assert_int_equal(sl_spdy_stream_open(c->s, &h, 1, false, &id), SL_OK);
+        assert_int_equal(id, 2 * i + 1);
+        pump(c, s, 1 << 20);
+        events(c);
+        events(s);
+        for (uint32_t j = 0; j <= i; j++) /* an empty send finds the stream or says NOTFOUND */
+            assert_int_equal(sl_spdy_stream_send(s->s, 2 * j + 1, NULL, 0, false), SL_OK);
+        assert_int_equal(sl_spdy_stream_send(s->s, 2 * i + 3, NULL, 0, false), SL_ERR_NOTFOUND);
+    }
+    for (uint32_t i = 0; i < n; i += 2)
+        assert_int_equal(sl_spdy_stream_reset(s->s, 2 * i + 1, SL_SPDY_CANCEL), SL_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        int want = i % 2 ? SL_OK : SL_ERR_NOTFOUND;
+        assert_int_equal(sl_spdy_stream_send(s->s, 2 * i + 1, (const uint8_t *)"y", 1, false),
+                         want);
+    }
+    app_free(c);
+    app_free(s);
+}
+
 /* ---- fairness ------------------------------------------------------------------- */
 
 static void fairness(void **state)
@@ -438,7 +469,38 @@ static void announce_returns_held_credit(void **state)
     assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 50000), SL_OK);
     assert_string_equal(wire(a), "");
     assert_int_equal(sl_spdy_session_announce_window(a->s, 100000), SL_OK);
-    assert_string_equal(wire(a), "SETTINGS 7=100000|WU 1 50000|WU 0 60000|");
+    /* the session window widened to the stream window (100000 - 65536),
+     * then the held credit */
+    assert_string_equal(wire(a), "SETTINGS 7=100000|WU 0 34464|WU 1 50000|WU 0 60000|");
+    app_free(a);
+}
+
+/* A large announced window: the session window grows with it, and credit
+ * goes back in half-window steps, for the session on arrival and for the
+ * stream on consumption. */
+static void announce_large_window_half_steps(void **state)
+{
+    (void)state;
+    app *a = server_with_stream(NULL);
+    assert_int_equal(sl_spdy_session_announce_window(a->s, 262144), SL_OK);
+    assert_string_equal(wire(a), "SETTINGS 7=262144|WU 0 196608|");
+    feed_settings_iws(a, SL_SPDY_INITIAL_WINDOW, SL_OK); /* the peer uses flow control */
+    assert_string_equal(wire(a), "");
+    for (int i = 0; i < 3; i++)
+        feed_data(a, 1, 0, 32768, SL_OK);
+    assert_string_equal(wire(a), ""); /* below half the window */
+    feed_data(a, 1, 0, 32768, SL_OK);
+    assert_string_equal(wire(a), "WU 0 131072|");
+    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 131071), SL_OK);
+    assert_string_equal(wire(a), "");
+    assert_int_equal(sl_spdy_stream_consumed(a->s, 1, 1), SL_OK);
+    assert_string_equal(wire(a), "WU 1 131072|");
+    /* the whole window may be in flight unconsumed; one byte more is not */
+    for (int i = 0; i < 8; i++)
+        feed_data(a, 1, 0, 32768, SL_OK);
+    assert_string_equal(events(a), "");
+    feed_data(a, 1, 0, 1, SL_OK);
+    assert_string_equal(events(a), "reset 1 7;close 1;");
     app_free(a);
 }
 
@@ -554,13 +616,22 @@ static void announce_client_to_server(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(in_memory_exchange),    cmocka_unit_test(bulk_both_ways),
-        cmocka_unit_test(fc_peer_window),        cmocka_unit_test(no_fc_peer_never_blocks),
-        cmocka_unit_test(fc_inbound_credit),     cmocka_unit_test(fairness),
-        cmocka_unit_test(direct_send),           cmocka_unit_test(window_overflow),
-        cmocka_unit_test(announce_api),          cmocka_unit_test(announce_towards_go_peer),
-        cmocka_unit_test(announce_small_window), cmocka_unit_test(announce_returns_held_credit),
-        cmocka_unit_test(announce_end_to_end),   cmocka_unit_test(announce_client_to_server),
+        cmocka_unit_test(in_memory_exchange),
+        cmocka_unit_test(bulk_both_ways),
+        cmocka_unit_test(fc_peer_window),
+        cmocka_unit_test(no_fc_peer_never_blocks),
+        cmocka_unit_test(fc_inbound_credit),
+        cmocka_unit_test(fairness),
+        cmocka_unit_test(direct_send),
+        cmocka_unit_test(window_overflow),
+        cmocka_unit_test(announce_api),
+        cmocka_unit_test(announce_towards_go_peer),
+        cmocka_unit_test(announce_small_window),
+        cmocka_unit_test(announce_returns_held_credit),
+        cmocka_unit_test(announce_large_window_half_steps),
+        cmocka_unit_test(stream_table_grows),
+        cmocka_unit_test(announce_end_to_end),
+        cmocka_unit_test(announce_client_to_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
