@@ -93,44 +93,33 @@ void sl_spdy_deflater_fini(sl_spdy_deflater *d)
         deflateEnd(&d->z);
     free(d->raw);
     free(d->out);
-    free(d->hist);
     memset(d, 0, sizeof(*d));
 }
 
-/* Keeps the window (what the next block may refer to) and ends zlib's
- * state. Left live when the window cannot be kept. */
+/* Ends zlib's state and keeps nothing: the blocks we send may refer back
+ * to earlier ones but need not, so the next block starts from an empty
+ * window. The peer's inflater (its window holds ours and more) reads it
+ * the same; only the later blocks compress a little less, and they are
+ * few (a session's replies). Our raw buffer goes too; out holds the
+ * block just made until the next call. */
 static void deflater_park(sl_spdy_deflater *d)
 {
-    uInt n = 0;
-    if (deflateGetDictionary(&d->z, NULL, &n) != Z_OK)
-        return;
-    uint8_t *h = malloc(n ? n : 1);
-    if (!h || deflateGetDictionary(&d->z, h, &n) != Z_OK) {
-        free(h);
-        return;
-    }
     deflateEnd(&d->z);
-    d->hist = h;
-    d->hist_len = n;
+    free(d->raw);
+    d->raw = NULL;
+    d->raw_cap = 0;
     d->ready = false;
     d->parked = true;
 }
 
 /* A raw context (the stream's zlib header went out with the first block)
- * whose history is the kept window. */
+ * with an empty window. */
 static int deflater_resume(sl_spdy_deflater *d)
 {
     memset(&d->z, 0, sizeof(d->z));
     if (deflateInit2(&d->z, SL_SPDY_ZLIB_LEVEL, Z_DEFLATED, -SL_SPDY_ZLIB_WINDOW_BITS,
                      SL_SPDY_ZLIB_MEM_LEVEL, SL_SPDY_ZLIB_STRATEGY) != Z_OK)
         return SL_ERR_NOMEM; /* still parked: nothing was sent */
-    if (deflateSetDictionary(&d->z, d->hist, (uInt)d->hist_len) != Z_OK) {
-        deflateEnd(&d->z);
-        return SL_ERR_NOMEM;
-    }
-    free(d->hist);
-    d->hist = NULL;
-    d->hist_len = 0;
     d->parked = false;
     d->ready = true;
     return SL_OK;

@@ -59,22 +59,23 @@ const sl_spdy_nv *sl_spdy_nv_find(const sl_spdy_nv *nv, size_t n, const char *na
 /* ---- sending --------------------------------------------------------------- */
 
 /* Between header blocks both contexts are parked: zlib's state (about 15
- * KiB for the deflater, 10 for the inflater, touched) is ended and only the
- * history the next block may refer to is kept (the deflater's window, the
- * inflater's up to 32 KiB: the dictionary and the blocks so far, about 2
- * KiB for an exec session); the next block resumes a raw context on it.
- * A session that has set up its streams sends few or no more headers, so
- * an idle session keeps the history alone (issue 16: 1,000 concurrent
- * sessions). The stream's bytes are the same as with a live context. */
+ * KiB for the deflater, 10 for the inflater, touched) is ended. The
+ * inflater keeps the history the peer's next block may refer to (up to 32
+ * KiB: the dictionary and the blocks so far, about 2 KiB for an exec
+ * session) and resumes a raw context on it. The deflater keeps nothing:
+ * our next block starts from an empty window, which any inflater reads the
+ * same (a back-reference is never required), at the cost of a little
+ * compression on the few blocks a session sends after its first. A
+ * session that has set up its streams sends few or no more headers, so an
+ * idle session keeps the inflater's history alone (issue 16: 1,000
+ * concurrent sessions). */
 typedef struct sl_spdy_deflater {
     z_stream z;
     bool ready;  /* deflateInit2 done (and not parked) */
     bool broken; /* zlib failed mid-block; the peer's context is now out of step */
-    bool parked; /* zlib's state ended; hist holds the window */
+    bool parked; /* zlib's state ended; the next block starts a raw context */
     uint8_t *raw, *out;
     size_t raw_cap, out_cap;
-    uint8_t *hist;
-    size_t hist_len;
 } sl_spdy_deflater;
 
 /* Prepares the context (level 9, dictionary set). Returns SL_OK or
