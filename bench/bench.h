@@ -67,6 +67,7 @@ typedef struct bn_rt {
     bool exec_only;           /* only in the exec rows (sluiced with exec-mode runc) */
     sl_cri_client *cri;
     char *pod_id, *ctr_id, *pf_ctr_id;
+    const char *pod_name; /* metadata name of pod_id's pod (NULL: "bench") */
     uint16_t port_down, port_up, port_hol, port_stall;
     char version[128];
     char ws_proto[48];       /* what an exec over WebSocket negotiates */
@@ -212,6 +213,17 @@ int bn_attach_url(bn_rt *rt, const char *ctr, char **url);
 int bn_pf_url(bn_rt *rt, char **url);
 /* ExecSync of cmd in the pod's container: its exit code, or -1 (error recorded). */
 int bn_exec_sync(bn_rt *rt, const char *const *cmd, size_t ncmd, int64_t timeout_s);
+/* A pod of its own for one workload: rt's pod and container are switched to
+ * a new pod `name` with a `sleep 3600` container, until bn_pod_leave puts
+ * the old ones back and removes the new pod. A fresh pod has a fresh
+ * monitor (sluice) or shim (containerd), so memory measured in it is not
+ * hidden by heap that earlier workloads grew and left free. */
+typedef struct bn_pod_saved {
+    char *pod_id, *ctr_id;
+    const char *pod_name;
+} bn_pod_saved;
+int bn_pod_enter(bn_rt *rt, const char *name, bn_pod_saved *saved);
+void bn_pod_leave(bn_rt *rt, bn_pod_saved *saved);
 /* A second container in the pod running argv; *id (free). */
 int bn_ctr_start(bn_rt *rt, const char *name, const char *const *argv, size_t n, char **id);
 void bn_ctr_remove(bn_rt *rt, const char *id);

@@ -69,8 +69,9 @@ static void pod_config(const bn_rt *rt, podcfg *p)
     runtime__v1__linux_pod_sandbox_config__init(&p->lx);
     runtime__v1__linux_sandbox_security_context__init(&p->sc);
     runtime__v1__namespace_option__init(&p->ns);
-    snprintf(p->uid, sizeof(p->uid), "sl-bench-%s-%d", rt->name, (int)getpid());
-    p->md.name = "bench";
+    const char *name = rt->pod_name ? rt->pod_name : "bench";
+    snprintf(p->uid, sizeof(p->uid), "sl-bench-%s-%s-%d", rt->name, name, (int)getpid());
+    p->md.name = (char *)name;
     p->md.uid = p->uid;
     p->md.namespace_ = "sl-bench";
     p->ns.network = RUNTIME__V1__NAMESPACE_MODE__NODE;
@@ -239,17 +240,44 @@ int bn_rt_setup(bn_ctx *c, bn_rt *rt)
     return 0;
 }
 
+static void remove_pod(bn_rt *rt, const char *id)
+{
+    Runtime__V1__StopPodSandboxRequest s = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+    Runtime__V1__RemovePodSandboxRequest r = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
+    s.pod_sandbox_id = r.pod_sandbox_id = (char *)id;
+    call(rt, RT_SVC "StopPodSandbox", &s, &runtime__v1__stop_pod_sandbox_response__descriptor,
+         NULL);
+    call(rt, RT_SVC "RemovePodSandbox", &r, &runtime__v1__remove_pod_sandbox_response__descriptor,
+         NULL);
+}
+
+int bn_pod_enter(bn_rt *rt, const char *name, bn_pod_saved *saved)
+{
+    *saved = (bn_pod_saved){rt->pod_id, rt->ctr_id, rt->pod_name};
+    rt->pod_id = rt->ctr_id = NULL;
+    rt->pod_name = name;
+    const char *sleeper[] = {"sleep", "3600"};
+    if (run_pod(rt) == 0 && bn_ctr_start(rt, name, sleeper, 2, &rt->ctr_id) == 0)
+        return 0;
+    bn_pod_leave(rt, saved);
+    return -1;
+}
+
+void bn_pod_leave(bn_rt *rt, bn_pod_saved *saved)
+{
+    if (rt->pod_id)
+        remove_pod(rt, rt->pod_id);
+    free(rt->pod_id);
+    free(rt->ctr_id);
+    rt->pod_id = saved->pod_id;
+    rt->ctr_id = saved->ctr_id;
+    rt->pod_name = saved->pod_name;
+}
+
 void bn_rt_teardown(bn_rt *rt)
 {
-    if (rt->cri && rt->pod_id) {
-        Runtime__V1__StopPodSandboxRequest s = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
-        Runtime__V1__RemovePodSandboxRequest r = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
-        s.pod_sandbox_id = r.pod_sandbox_id = rt->pod_id;
-        call(rt, RT_SVC "StopPodSandbox", &s, &runtime__v1__stop_pod_sandbox_response__descriptor,
-             NULL);
-        call(rt, RT_SVC "RemovePodSandbox", &r,
-             &runtime__v1__remove_pod_sandbox_response__descriptor, NULL);
-    }
+    if (rt->cri && rt->pod_id)
+        remove_pod(rt, rt->pod_id);
     sl_cri_client_free(rt->cri);
     rt->cri = NULL;
     free(rt->pod_id);

@@ -75,10 +75,15 @@ static void conc_start_all(conc *s, const char *secs, int devnull)
 
 static void conc_side(bn_ctx *c, bn_rt *rt, int n)
 {
-    conc s = {.rt = rt, .n = n, .x = calloc((size_t)n, sizeof(bn_exec))};
     char secs[16], wl[32];
     snprintf(secs, sizeof(secs), "%d", c->o.conc_sleep_s);
     snprintf(wl, sizeof(wl), "conc%d", n);
+    bn_pod_saved saved;
+    if (bn_pod_enter(rt, "conc", &saved) < 0) {
+        bn_info(wl, rt->name, "no pod of its own could be started");
+        return;
+    }
+    conc s = {.rt = rt, .n = n, .x = calloc((size_t)n, sizeof(bn_exec))};
     bn_mem base;
     bn_mem_snap(rt, &base);
     uv_timer_t t;
@@ -111,6 +116,7 @@ static void conc_side(bn_ctx *c, bn_rt *rt, int n)
         bn_add(wl, "runc_rss_kib_per_session", rt->name,
                (s.peak.child_rss_kib - base.child_rss_kib) / s.max_live);
     }
+    bn_pod_leave(rt, &saved);
 }
 
 void bn_wl_conc(bn_ctx *c, int run, int n)
