@@ -11,6 +11,9 @@
 int sl_wsch_send(sl_ws_conn *ws, uint8_t **enc, size_t *cap, uint8_t ch, const uint8_t *data,
                  size_t len)
 {
+    int rc = sl_ws_conn_send_prefixed(ws, WSLAY_BINARY_FRAME, ch, data, len);
+    if (rc != SL_ERR_WOULDBLOCK)
+        return rc == SL_OK ? sl_ws_conn_flush(ws) : rc;
     if (*cap < len + 1) {
         uint8_t *n = realloc(*enc, len + 1);
         if (!n)
@@ -21,7 +24,7 @@ int sl_wsch_send(sl_ws_conn *ws, uint8_t **enc, size_t *cap, uint8_t ch, const u
     (*enc)[0] = ch;
     if (len)
         memcpy(*enc + 1, data, len);
-    int rc = sl_ws_conn_send_msg(ws, WSLAY_BINARY_FRAME, *enc, len + 1);
+    rc = sl_ws_conn_send_msg(ws, WSLAY_BINARY_FRAME, *enc, len + 1);
     return rc == SL_OK ? sl_ws_conn_flush(ws) : rc;
 }
 

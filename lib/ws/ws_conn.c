@@ -180,14 +180,8 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
 /* Mask keys for the client role, straight from the kernel's CSPRNG as
  * RFC 6455 §5.3 asks, drawn MASK_POOL bytes at a time so that a frame
  * costs no system call. Servers never mask, but wslay wants the callback. */
-static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
+static int draw_mask(sl_ws_conn *ws, uint8_t *buf, size_t len)
 {
-    (void)ctx;
-    sl_ws_conn *ws = user;
-    if (!ws->scan.client) {
-        memset(buf, 0, len);
-        return 0;
-    }
     while (len > 0) {
         if (ws->mask_used == MASK_POOL) {
             if (getrandom(ws->mask_pool, MASK_POOL, 0) != MASK_POOL)
@@ -201,6 +195,17 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
         len -= n;
     }
     return 0;
+}
+
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, void *user)
+{
+    (void)ctx;
+    sl_ws_conn *ws = user;
+    if (!ws->scan.client) {
+        memset(buf, 0, len);
+        return 0;
+    }
+    return draw_mask(ws, buf, len);
 }
 
 /* wslay queues its close answer ahead of queued data messages (control
@@ -487,27 +492,11 @@ int sl_ws_conn_recv(sl_ws_conn *ws, const uint8_t *data, size_t len)
     return SL_OK;
 }
 
-int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t len)
+/* The frame header of one unfragmented message of n payload bytes; the
+ * mask bit is set when mask is true (the key follows the header). Returns
+ * its length. */
+static size_t frame_header(uint8_t h[10], int opcode, uint64_t n, bool mask)
 {
-    if (opcode != WSLAY_BINARY_FRAME && opcode != WSLAY_TEXT_FRAME)
-        return SL_ERR_INVAL;
-    struct wslay_event_msg m = {(uint8_t)opcode, data, len};
-    return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
-}
-
-/* Server frames are unmasked, so a data message can be framed straight
- * into out (RFC 6455 §5.2, minimal length encoding) with one copy,
- * instead of wslay's copy into its queue and send_cb's copy into out. Only
- * when wslay holds nothing, so frames keep their order. */
-int sl_ws_conn_send_prefixed(sl_ws_conn *ws, int opcode, uint8_t prefix, const uint8_t *data,
-                             size_t len)
-{
-    if (ws->scan.client || ws->err || ws->out_err || (opcode != WSLAY_BINARY_FRAME) ||
-        wslay_event_get_queued_msg_count(ws->ctx) > 0 || !wslay_event_get_write_enabled(ws->ctx) ||
-        wslay_event_get_close_sent(ws->ctx))
-        return SL_ERR_WOULDBLOCK;
-    uint64_t n = (uint64_t)len + 1;
-    uint8_t h[10];
     size_t hl = 2;
     h[0] = 0x80 | (uint8_t)opcode; /* FIN */
     if (n < 126) {
@@ -523,6 +512,57 @@ int sl_ws_conn_send_prefixed(sl_ws_conn *ws, int opcode, uint8_t prefix, const u
             h[2 + i] = (uint8_t)(n >> (56 - 8 * i));
         hl = 10;
     }
+    if (mask)
+        h[1] |= 0x80;
+    return hl;
+}
+
+/* Client role: header, a fresh key from the CSPRNG pool, then prefix and
+ * data masked into one reserved run of out. */
+static int send_masked(sl_ws_conn *ws, int opcode, uint8_t prefix, const uint8_t *data, size_t len)
+{
+    uint8_t h[14];
+    size_t hl = frame_header(h, opcode, (uint64_t)len + 1, true);
+    if (draw_mask(ws, h + hl, 4) != 0)
+        return SL_ERR_WOULDBLOCK; /* wslay's path fails it the same way */
+    const uint8_t *key = h + hl;
+    hl += 4;
+    size_t avail;
+    uint8_t *p = sl_bufq_reserve(ws->out, hl + 1 + len, &avail);
+    if (!p)
+        return SL_ERR_NOMEM;
+    memcpy(p, h, hl);
+    p[hl] = prefix ^ key[0];
+    if (len)
+        sl_ws_unmask(p + hl + 1, data, len, key, 1);
+    sl_bufq_commit(ws->out, hl + 1 + len);
+    return SL_OK;
+}
+
+int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t len)
+{
+    if (opcode != WSLAY_BINARY_FRAME && opcode != WSLAY_TEXT_FRAME)
+        return SL_ERR_INVAL;
+    struct wslay_event_msg m = {(uint8_t)opcode, data, len};
+    return map_queue_err(wslay_event_queue_msg(ws->ctx, &m));
+}
+
+/* A data message is framed straight into out (RFC 6455 §5.2, minimal
+ * length encoding) with one copy, instead of wslay's copy into its queue
+ * and send_cb's copy into out; a client's payload is masked on the way, 8
+ * bytes a step (wslay masks byte by byte). Only when wslay holds nothing,
+ * so frames keep their order. */
+int sl_ws_conn_send_prefixed(sl_ws_conn *ws, int opcode, uint8_t prefix, const uint8_t *data,
+                             size_t len)
+{
+    if (ws->err || ws->out_err || (opcode != WSLAY_BINARY_FRAME) ||
+        wslay_event_get_queued_msg_count(ws->ctx) > 0 || !wslay_event_get_write_enabled(ws->ctx) ||
+        wslay_event_get_close_sent(ws->ctx))
+        return SL_ERR_WOULDBLOCK;
+    if (ws->scan.client)
+        return send_masked(ws, opcode, prefix, data, len);
+    uint8_t h[10];
+    size_t hl = frame_header(h, opcode, (uint64_t)len + 1, false);
     size_t avail;
     uint8_t *p = sl_bufq_reserve(ws->out, hl + 1, &avail);
     if (!p)

@@ -50,11 +50,11 @@ int sl_ws_conn_recv(sl_ws_conn *ws, const uint8_t *data, size_t len);
 /* Queues one message (opcode WSLAY_BINARY_FRAME or WSLAY_TEXT_FRAME);
  * data is copied. Returns SL_OK, SL_ERR_CLOSED after a close, SL_ERR_NOMEM. */
 int sl_ws_conn_send_msg(sl_ws_conn *ws, int opcode, const uint8_t *data, size_t len);
-/* Server role, binary data: sends one message of `prefix` followed by
- * data, framed straight into out (one copy). Returns SL_ERR_WOULDBLOCK
- * when that is not possible now (client role, wslay holds queued frames,
- * close sent or failed): use sl_ws_conn_send_msg then. Else SL_OK or
- * SL_ERR_NOMEM. */
+/* Binary data: sends one message of `prefix` followed by data, framed
+ * straight into out (one copy; in the client role masked on the way with a
+ * fresh key from the kernel's CSPRNG). Returns SL_ERR_WOULDBLOCK when that
+ * is not possible now (wslay holds queued frames, close sent or failed, no
+ * random bytes): use sl_ws_conn_send_msg then. Else SL_OK or SL_ERR_NOMEM. */
 int sl_ws_conn_send_prefixed(sl_ws_conn *ws, int opcode, uint8_t prefix, const uint8_t *data,
                              size_t len);
 /* Queues a ping with an empty payload. Returns SL_OK, SL_ERR_CLOSED after

@@ -422,8 +422,8 @@ static void send_prefixed_forms(void **state)
     }
 }
 
-/* When wslay holds frames, the text opcode, the client role, or after a
- * close: not possible, and nothing is written. */
+/* When wslay holds frames, the text opcode, or after a close: not
+ * possible, and nothing is written. */
 static void send_prefixed_falls_back(void **state)
 {
     (void)state;
@@ -448,10 +448,54 @@ static void send_prefixed_falls_back(void **state)
     assert_int_equal(sl_ws_conn_send_msg(r.ws, WSLAY_BINARY_FRAME, &x, 1), SL_ERR_CLOSED);
     assert_int_equal(sl_bufq_len(&r.out), 0);
     rec_close(&r);
-    rec_open(&r, 1, TEST_MAX_MESSAGE); /* client frames are masked: wslay's job */
-    assert_int_equal(sl_ws_conn_send_prefixed(r.ws, WSLAY_BINARY_FRAME, 1, &x, 1),
-                     SL_ERR_WOULDBLOCK);
-    rec_close(&r);
+}
+
+/* Client role: the frame is masked with a fresh key, and a server reads
+ * back the prefix and payload at every length form, fed whole and (for
+ * the shorter ones) one byte at a time. Two frames never share a key. */
+static void send_prefixed_masked(void **state)
+{
+    (void)state;
+    static uint8_t msg[1000];
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)(i * 13 + 5);
+    static const size_t lens[] = {0, 1, 2, 3, 7, 124, 125, 126, 300, 999};
+    uint8_t last_key[4] = {0};
+    for (size_t c = 0; c < sizeof(lens) / sizeof(lens[0]); c++) {
+        for (int bytewise = 0; bytewise < 2; bytewise++) {
+            rec cl, sv;
+            rec_open(&cl, 1, TEST_MAX_MESSAGE);
+            rec_open(&sv, 0, REC_MAX_MSG);
+            assert_int_equal(
+                sl_ws_conn_send_prefixed(cl.ws, WSLAY_BINARY_FRAME, msg[0], msg + 1, lens[c]),
+                SL_OK);
+            assert_int_equal(sl_ws_conn_queued(cl.ws), 0); /* straight into out */
+            size_t n = sl_bufq_len(&cl.out);
+            uint8_t *f = malloc(n);
+            assert_non_null(f);
+            sl_bufq_copyout(&cl.out, f, n);
+            size_t hl = lens[c] + 1 < 126 ? 2 : 4;
+            assert_int_equal(n, hl + 4 + lens[c] + 1);
+            assert_int_equal(f[0], 0x82);
+            assert_true(f[1] & 0x80); /* masked */
+            assert_memory_not_equal(f + hl, last_key, 4);
+            memcpy(last_key, f + hl, 4);
+            if (bytewise) {
+                for (size_t i = 0; i < n; i++)
+                    feed(&sv, f + i, 1);
+            } else {
+                feed(&sv, f, n);
+            }
+            assert_int_equal(sv.rv, SL_OK);
+            assert_int_equal(sv.nmsg, 1);
+            assert_false(sv.is_text[0]);
+            assert_int_equal(sv.len[0], lens[c] + 1);
+            assert_memory_equal(sv.data[0], msg, lens[c] + 1);
+            free(f);
+            rec_close(&cl);
+            rec_close(&sv);
+        }
+    }
 }
 
 static void send_then_close_keeps_order(void **state)
@@ -551,6 +595,7 @@ int main(void)
         cmocka_unit_test(binary_message),
         cmocka_unit_test(send_prefixed_forms),
         cmocka_unit_test(send_prefixed_falls_back),
+        cmocka_unit_test(send_prefixed_masked),
         cmocka_unit_test(fragmented_text),
         cmocka_unit_test(ping_pong),
         cmocka_unit_test(unmasked_frame),
