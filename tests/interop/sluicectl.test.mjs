@@ -543,7 +543,8 @@ describe('sluicectl against sluiced', { skip: sdSkip }, () => {
       const f = path.join(dir, `${name}.sh`);
       fs.writeFileSync(f, `stty -g > ${dir}/${name}.before\n` +
         `sh -c 'echo $$ > ${dir}/${name}.pid; exec "$@"' sh ${SLUICECTL} -r ${sd.endpoint} ${args}\n` +
-        `echo EXIT=$?\nstty -g > ${dir}/${name}.after\nsleep 600\n`);
+        // The settings are saved before EXIT= shows, which the tests wait for.
+        `rc=$?\nstty -g > ${dir}/${name}.after\necho EXIT=$rc\nsleep 600\n`);
       return `sh ${f}`;
     };
     const restored = (name) => fs.readFileSync(`${dir}/${name}.before`, 'utf8') ===
