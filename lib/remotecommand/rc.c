@@ -444,6 +444,22 @@ void sl_rc_input(sl_rc *rc, int ch, const uint8_t *data, size_t len)
     }
     if (ch != SL_CH_STDIN || !rc->want_in || rc->stdin_eof || (rc->started && rc->stdin_closed))
         return;
+    /* Nothing queued: straight to the process, and only what it does not
+     * take now is queued (one copy fewer while it keeps up). An error is
+     * left to pump_write, which meets it again and handles it. */
+    if (rc->stdin_pump && rc->stdin_pump->fd >= 0 && !rc->stdin_closed &&
+        sl_bufq_len(&rc->stdin_q) == 0 && len > 0) {
+        ssize_t w;
+        do
+            w = write(rc->stdin_pump->fd, data, len);
+        while (w < 0 && errno == EINTR);
+        if (w > 0) {
+            data += w;
+            len -= (size_t)w;
+            if (len == 0)
+                return;
+        }
+    }
     if (sl_bufq_append(&rc->stdin_q, data, len) < 0) {
         rc->t->abort(rc->targ, "out of memory");
         return;
