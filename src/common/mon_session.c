@@ -148,10 +148,11 @@ json_t *sl_mon_session_limits_json(const sl_mon_session_limits *l)
 {
     const sl_server_config *c = &l->stream;
     json_t *j = json_pack(
-        "{s:I, s:I, s:I, s:I, s:s}", "portforward_connect_timeout_ms",
+        "{s:I, s:I, s:I, s:I, s:I, s:s}", "portforward_connect_timeout_ms",
         (json_int_t)l->pf_connect_timeout_ms, "attach_backlog", (json_int_t)l->attach_backlog,
         "exec_max_concurrent", (json_int_t)l->exec_max_concurrent, "exec_queue_max",
-        (json_int_t)l->exec_queue_max, "exec_mode", l->exec_native ? "native" : "runc");
+        (json_int_t)l->exec_queue_max, "exec_stdin_pipe_size", (json_int_t)l->exec_stdin_pipe_size,
+        "exec_mode", l->exec_native ? "native" : "runc");
     bool ok = j != NULL;
 #define X(field, min, max) ok = ok && !json_object_set_new(j, #field, limit_json(c->field));
     SL_SERVER_LIMITS(SESSION_LIMIT)
@@ -197,6 +198,7 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
     l->attach_backlog = 0;
     l->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
     l->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
+    l->exec_stdin_pipe_size = SL_MON_EXEC_STDIN_PIPE_SIZE;
     if (j && !json_is_object(j))
         return *why = "limits must be an object", -1;
     int bad = 0;
@@ -206,7 +208,9 @@ int sl_mon_session_limits_parse(const json_t *j, sl_mon_session_limits *l, const
     if (bad || u32(j, "portforward_connect_timeout_ms", 1, &l->pf_connect_timeout_ms) ||
         u32(j, "attach_backlog", 0, &l->attach_backlog) ||
         u32(j, "exec_max_concurrent", 1, &l->exec_max_concurrent) ||
-        u32(j, "exec_queue_max", 0, &l->exec_queue_max))
+        u32(j, "exec_queue_max", 0, &l->exec_queue_max) ||
+        u32(j, "exec_stdin_pipe_size", SL_MON_EXEC_STDIN_PIPE_SIZE_MIN, &l->exec_stdin_pipe_size) ||
+        l->exec_stdin_pipe_size > SL_MON_EXEC_STDIN_PIPE_SIZE_MAX)
         return *why = "limits: every field must be an integer within its range", -1;
     const char *mode = sl_mon_str(j, "exec_mode");
     if (mode && strcmp(mode, "native") && strcmp(mode, "runc"))

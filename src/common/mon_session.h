@@ -27,6 +27,7 @@ typedef struct sl_mon_session_limits {
     uint32_t attach_backlog;        /* bytes an attach may fall behind; 0: the monitor's */
     uint32_t exec_max_concurrent;   /* an exec's "max_concurrent" (mon_proto.h) */
     uint32_t exec_queue_max;        /* an exec's "queue_max" */
+    uint32_t exec_stdin_pipe_size;  /* an exec's "stdin_pipe_size" */
     bool exec_native;               /* an exec's "exec_mode": native (else runc) */
 } sl_mon_session_limits;
 

@@ -175,6 +175,7 @@ struct mon_exec {
     bool queued;                   /* admitted, waits for a start slot (FIFO by seq) */
     uint64_t seq;                  /* order of admission */
     unsigned max_concurrent;       /* its request's limit of starts at once */
+    int stdin_pipe_size;           /* bytes of the pipe to its stdin (F_SETPIPE_SZ) */
     bool runc_killed;              /* runc exec was killed before it finished */
     unsigned long long runc_start; /* its runc's or starter's start time (clock ticks after
                                       boot), 0: sweeps what it left (mon_exec_sweep.c) */

@@ -346,7 +346,7 @@ typedef struct exec_args {
     const json_t *cmd;
     bool tty, in, out, err;
     int64_t w, h;
-    int64_t max_concurrent, queue_max;
+    int64_t max_concurrent, queue_max, stdin_pipe_size;
     bool native;
 } exec_args;
 
@@ -368,6 +368,10 @@ static const char *exec_parse(mon *m, const json_t *msg, exec_args *a)
         sl_mon_int(msg, "queue_max", 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, SL_MON_EXEC_QUEUE_MAX,
                    &a->queue_max))
         return "max_concurrent must be 1..1024 and queue_max 0..4096";
+    if (sl_mon_int(msg, "stdin_pipe_size", SL_MON_EXEC_STDIN_PIPE_SIZE_MIN,
+                   SL_MON_EXEC_STDIN_PIPE_SIZE_MAX, SL_MON_EXEC_STDIN_PIPE_SIZE,
+                   &a->stdin_pipe_size))
+        return "stdin_pipe_size must be 4096..1048576";
     const char *mode = sl_mon_str(msg, "exec_mode");
     if (mode && strcmp(mode, "native") && strcmp(mode, "runc"))
         return "exec_mode must be native or runc";
@@ -414,9 +418,14 @@ static mon_exec *oldest_queued(mon *m)
     return best;
 }
 
-/* Pipes of a non-tty exec: child[] for runc exec, client[] for sluiced. */
-static int exec_pipes(mon *m, const bool want[3], int child[3], int client[3])
+/* Pipes of a non-tty exec: child[] for runc exec, client[] for sluiced.
+ * The stdin pipe gets the request's size; the kernel may refuse it (over
+ * fs.pipe-user-pages-hard without CAP_SYS_RESOURCE), and then the exec runs
+ * with the default pipe and the monitor's log says so. */
+static int exec_pipes(mon_exec *x, int child[3], int client[3])
 {
+    mon *m = x->m;
+    const bool *want = x->want;
     for (int i = 0; i < 3; i++) {
         int p[2];
         child[i] = m->devnull;
@@ -427,6 +436,9 @@ static int exec_pipes(mon *m, const bool want[3], int child[3], int client[3])
             return -1;
         child[i] = i == 0 ? p[0] : p[1];
         client[i] = i == 0 ? p[1] : p[0];
+        if (i == 0 && fcntl(p[1], F_SETPIPE_SZ, x->stdin_pipe_size) < 0)
+            mon_log(MON_WARN, "exec %s: stdin pipe of %d bytes (exec-stdin-pipe-size): %s", x->id,
+                    x->stdin_pipe_size, strerror(errno));
     }
     return 0;
 }
@@ -449,6 +461,7 @@ static mon_exec *exec_new(mon *m, const exec_args *a, sl_error *e)
     x->tty = a->tty;
     x->want[0] = a->in, x->want[1] = a->out, x->want[2] = a->err;
     x->max_concurrent = (unsigned)a->max_concurrent;
+    x->stdin_pipe_size = (int)a->stdin_pipe_size;
     x->native = a->native;
     x->master = x->watch_fd[0] = x->watch_fd[1] = -1;
     x->client[0] = x->client[1] = x->client[2] = -1;
@@ -622,7 +635,7 @@ static void launch(mon_exec *x)
         child[0] = m->devnull; /* runc's own errors go to the capture */
         if ((x->console = mon_console_new(m, console_cb, x, &e)))
             x->job = spawn(x, child, &e);
-    } else if (ready && exec_pipes(m, x->want, child, client) == 0) {
+    } else if (ready && exec_pipes(x, child, client) == 0) {
         x->job = spawn(x, child, &e);
     } else if (ready) {
         sl_error_set(&e, errno, "exec pipes");

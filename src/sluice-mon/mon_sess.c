@@ -40,6 +40,7 @@ struct mon_sess_state {
     uint32_t pf_timeout_ms;
     uint32_t attach_backlog;                      /* sluiced's attach-backlog, 0: the default */
     uint32_t exec_max_concurrent, exec_queue_max; /* the last hand-off's */
+    uint32_t exec_stdin_pipe_size;
     bool exec_native;
     bool closed;
     mon_sess_live live; /* sessions by operation and transport (hello) */
@@ -206,6 +207,7 @@ static void exec_start(void *arg, sl_proc *proc, const sl_exec_request *r, const
     if (msg) {
         json_object_set_new(msg, "max_concurrent", json_integer(m->sess->exec_max_concurrent));
         json_object_set_new(msg, "queue_max", json_integer(m->sess->exec_queue_max));
+        json_object_set_new(msg, "stdin_pipe_size", json_integer(m->sess->exec_stdin_pipe_size));
         json_object_set_new(msg, "exec_mode",
                             json_string(m->sess->exec_native ? "native" : "runc"));
     }
@@ -355,6 +357,7 @@ void mon_sess_request(mon *m, mon_req *r, const json_t *msg, int *fds, size_t nf
         m->sess->attach_backlog = h.lim.attach_backlog;
         m->sess->exec_max_concurrent = h.lim.exec_max_concurrent;
         m->sess->exec_queue_max = h.lim.exec_queue_max;
+        m->sess->exec_stdin_pipe_size = h.lim.exec_stdin_pipe_size;
         m->sess->exec_native = h.lim.exec_native;
         rc = sl_server_adopt(m->sess->srv, h.conn, buf, (size_t)h.len, &h.req, &h.lim.stream);
         h.conn = -1; /* adopted or closed */
@@ -396,6 +399,7 @@ int mon_sess_start(mon *m, sl_error *e)
     st->pf_timeout_ms = SL_MON_PF_CONNECT_TIMEOUT_MS;
     st->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
     st->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
+    st->exec_stdin_pipe_size = SL_MON_EXEC_STDIN_PIPE_SIZE;
     sl_server_config cfg;
     sl_server_config_init(&cfg);
     cfg.max_sessions = UINT32_MAX; /* each hand-off brings sluiced's limit */

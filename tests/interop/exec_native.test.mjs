@@ -133,8 +133,9 @@ describe('native exec path against runc exec', { skip: skipReason(), timeout: SU
     ctx.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nexec-'));
     const probeDir = path.join(ctx.tmp, 'probe');
     fs.mkdirSync(probeDir);
-    run('gcc', ['-static', '-O1', '-o', path.join(probeDir, 'seccomp_probe'),
-      path.join(REPO, 'tests/interop/c/seccomp_probe.c')]);
+    for (const probe of ['seccomp_probe', 'pipe_size'])
+      run('gcc', ['-static', '-O1', '-o', path.join(probeDir, probe),
+        path.join(REPO, `tests/interop/c/${probe}.c`)]);
     ctx.sd = await SluicedInstance.start({ label: 'nexec', args: ['--exec-mode', 'runc'] });
     const config = ctx.sd.podConfig('nexec', { hostNetwork: true });
     config.linux.security_context.privileged = true; // for the privileged container
@@ -197,6 +198,26 @@ describe('native exec path against runc exec', { skip: skipReason(), timeout: SU
     assert.equal(mem(mine), mem(init), 'the exec is in the container\'s memory cgroup');
     const limit = await ctx.sd.execSync(id, ['cat', '/sys/fs/cgroup/memory/memory.limit_in_bytes'], 30);
     assert.equal(Number(limit.stdout.toString()), MEMORY_LIMIT);
+  });
+
+  // What the exec's process itself reads with F_GETPIPE_SZ on its stdin:
+  // the default, then a configured size after a restart, in both modes.
+  test('exec-stdin-pipe-size: the pipe an exec reads its stdin from, seen from inside', async () => {
+    const id = ctx.ctrs['user-1000-groups'];
+    const size = async (what) => {
+      const t = await ctl(['-r', ctx.sd.endpoint, 'exec', '-i', id, '/probe/pipe_size'],
+        { input: '' });
+      assert.equal(t.code, 0, `${what}: ${t.stdout} ${t.stderr}`);
+      return Number(t.stdout.trim());
+    };
+    assert.equal(await size('native, default'), 512 * 1024);
+    const noStdin = await ctl(['-r', ctx.sd.endpoint, 'exec', id, '/probe/pipe_size']);
+    assert.match(noStdin.stdout, /^not a pipe: EBADF$/m, 'an exec without stdin gets no pipe');
+    for (const mode of ['runc', 'native']) {
+      ctx.sd.opts.args = ['--exec-mode', mode, '--exec-stdin-pipe-size', '131072'];
+      await ctx.sd.restart();
+      assert.equal(await size(`${mode}, 131072`), 131072);
+    }
   });
 
   test('what each case saw (for the report)', () => {

@@ -49,6 +49,7 @@ static void test_defaults(void **state)
     assert_int_equal(c.attach_backlog, 4u * 1024 * 1024);
     assert_int_equal(c.exec_max_concurrent, 4);
     assert_int_equal(c.exec_queue_max, 1024);
+    assert_int_equal(c.exec_stdin_pipe_size, 512 * 1024);
     assert_int_equal(c.max_grpc_connections, 4096);
     assert_int_equal(c.grpc_idle_timeout_ms, 300000);
     assert_int_equal(c.max_grpc_stream_backlog, 1024 * 1024);

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "config/config.h"
+#include "mon_proto.h"
 #include "mon_session.h"
 #include "sluice/limits.h"
 #include "sluice/server.h"
@@ -251,6 +252,7 @@ static void test_handoff_carries_session_limits(void **state)
     memset(&in, 0, sizeof(in));
     in.pf_connect_timeout_ms = 1;
     in.exec_max_concurrent = 1;
+    in.exec_stdin_pipe_size = SL_MON_EXEC_STDIN_PIPE_SIZE_MIN;
     sl_server_config_init(&in.stream);
     for (size_t i = 0; i < NLIMITS; i++) {
         const limit *l = &limits[i];

@@ -129,6 +129,7 @@ static void test_limits(void **st)
     in.attach_backlog = 8u << 20;
     in.exec_max_concurrent = 3;
     in.exec_queue_max = 0; /* 0 must survive: refuse every exec that would wait */
+    in.exec_stdin_pipe_size = 4096;
     json_t *j = sl_mon_session_limits_json(&in);
     sl_mon_session_limits out;
     const char *why = NULL;
@@ -141,6 +142,7 @@ static void test_limits(void **st)
     assert_int_equal(out.attach_backlog, 8u << 20);
     assert_int_equal(out.exec_max_concurrent, 3);
     assert_int_equal(out.exec_queue_max, 0);
+    assert_int_equal(out.exec_stdin_pipe_size, 4096);
     assert_true(out.exec_native);
     assert_int_equal(out.stream.max_ws_message, SL_DEFAULT_MAX_WS_MESSAGE);
     json_decref(j);
@@ -153,6 +155,7 @@ static void test_limits(void **st)
     assert_false(out.exec_native);           /* runc unless asked */
     assert_int_equal(out.exec_max_concurrent, SL_MON_EXEC_MAX_CONCURRENT);
     assert_int_equal(out.exec_queue_max, SL_MON_EXEC_QUEUE_MAX);
+    assert_int_equal(out.exec_stdin_pipe_size, SL_MON_EXEC_STDIN_PIPE_SIZE);
     const char *bad[] = {"[]",
                          "{\"idle_timeout_ms\":0}",
                          "{\"max_head_size\":10}",
@@ -160,7 +163,9 @@ static void test_limits(void **st)
                          "{\"max_sessions\":4294967296}",
                          "{\"tty_size_wait_ms\":-1}",
                          "{\"attach_backlog\":\"8M\"}",
-                         "{\"exec_max_concurrent\":0}"};
+                         "{\"exec_max_concurrent\":0}",
+                         "{\"exec_stdin_pipe_size\":4095}",
+                         "{\"exec_stdin_pipe_size\":1048577}"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         json_t *b = json_loads(bad[i], 0, NULL);
         if (sl_mon_session_limits_parse(b, &out, &why) == 0)

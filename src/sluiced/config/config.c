@@ -89,6 +89,9 @@ static const key keys[] = {
      "with runc exec"},
     {"exec-queue-max", K_U32, F(exec_queue_max), 0, SL_MON_EXEC_QUEUE_MAX_LIMIT, "N",
      "execs of one pod waiting to start at most; beyond, RESOURCE_EXHAUSTED"},
+    {"exec-stdin-pipe-size", K_U32, F(exec_stdin_pipe_size), SL_MON_EXEC_STDIN_PIPE_SIZE_MIN,
+     SL_MON_EXEC_STDIN_PIPE_SIZE_MAX, "BYTES",
+     "the pipe to an exec's stdin (the kernel rounds it up to a power of two pages)"},
     {"portforward-connect-timeout-ms", K_U32, F(pf_connect_timeout_ms), 1, U32MAX, "MS",
      "a port-forward connect inside the pod gives up after this"},
     {"max-recv-message", K_U32, F(max_recv_message), 1024, I32MAX, "BYTES",
@@ -166,6 +169,7 @@ void sl_config_init(sl_config *c)
     c->attach_backlog = SL_MON_ATTACH_BACKLOG;
     c->exec_max_concurrent = SL_MON_EXEC_MAX_CONCURRENT;
     c->exec_queue_max = SL_MON_EXEC_QUEUE_MAX;
+    c->exec_stdin_pipe_size = SL_MON_EXEC_STDIN_PIPE_SIZE;
     c->max_recv_message = SL_GRPC_DEFAULT_MAX_RECV_MESSAGE;
     c->max_grpc_streams = SL_GRPC_DEFAULT_MAX_STREAMS;
     c->max_grpc_connections = SL_GRPC_DEFAULT_MAX_CONNECTIONS;

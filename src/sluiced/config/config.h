@@ -77,6 +77,7 @@ typedef struct sl_config {
     uint32_t attach_backlog;        /* bytes an attach client may fall behind (monitor) */
     uint32_t exec_max_concurrent;   /* execs of a pod being started at once (monitor) */
     uint32_t exec_queue_max;        /* execs of a pod waiting to start (monitor) */
+    uint32_t exec_stdin_pipe_size;  /* bytes of the pipe to an exec's stdin (monitor) */
     const char *exec_mode;          /* "native" or "runc" (monitor, mon_nexec.h) */
     /* gRPC server (sl_grpc_config) */
     uint32_t max_recv_message;

@@ -283,6 +283,7 @@ void sl_cri_exec_limits(const sl_rt *rt, json_t *req)
         return;
     json_object_set_new(req, "max_concurrent", json_integer(rt->cfg->exec_max_concurrent));
     json_object_set_new(req, "queue_max", json_integer(rt->cfg->exec_queue_max));
+    json_object_set_new(req, "stdin_pipe_size", json_integer(rt->cfg->exec_stdin_pipe_size));
     json_object_set_new(req, "exec_mode", json_string(rt->cfg->exec_mode));
 }
 

@@ -78,6 +78,7 @@ static json_t *message(const sl_stream_handoff *ho, const sl_stream_request *req
     lim.attach_backlog = ho->rt->cfg->attach_backlog; /* read at each use (SIGHUP) */
     lim.exec_max_concurrent = ho->rt->cfg->exec_max_concurrent;
     lim.exec_queue_max = ho->rt->cfg->exec_queue_max;
+    lim.exec_stdin_pipe_size = ho->rt->cfg->exec_stdin_pipe_size;
     lim.exec_native = !strcmp(ho->rt->cfg->exec_mode, "native");
     return json_pack("{s:s, s:o, s:o, s:I, s:[ss]}", "type", "session", "request",
                      sl_mon_session_request_json(req), "limits", sl_mon_session_limits_json(&lim),
