@@ -128,9 +128,12 @@ void bn_wl_exec_probe(bn_ctx *c, int run)
         probe_side(exec_rt(c, run, i), c->o.probe_iters);
 }
 
-/* ---- 1b. the split: `nc 127.0.0.1 P -e cat` connects to us (the process
- * has started); we close at once, cat reads EOF and exits, and the status
- * follows. ---- */
+/* ---- 1b. the split: `nc 127.0.0.1 P` connects to us (the process has
+ * started); we close at once, nc reads EOF and exits (its stdin is
+ * /dev/null: busybox nc waits for the peer), and the status follows. Not
+ * `nc -e cat`: nc execs cat after it connects, so the leg held a process
+ * start (busybox on this host: 0.62 ms from the close to the exit against
+ * 0.11 without -e). ---- */
 
 static void *probe_main(void *arg)
 {
@@ -166,7 +169,7 @@ static void split_once(bn_ctx *c, bn_rt *rt)
     probe p = {.lfd = probe_listen(&port)};
     char ps[8];
     snprintf(ps, sizeof(ps), "%u", port);
-    const char *cmd[] = {"nc", "127.0.0.1", ps, "-e", "cat"};
+    const char *cmd[] = {"nc", "127.0.0.1", ps};
     if (p.lfd < 0 || pthread_create(&p.th, NULL, probe_main, &p)) {
         bn_error("exec_split: cannot listen");
         if (p.lfd >= 0)
@@ -175,7 +178,7 @@ static void split_once(bn_ctx *c, bn_rt *rt)
     }
     bn_exec x;
     double rpc;
-    int rc = bn_exec_once(rt, cmd, 5, SL_TRANSPORT_SPDY, -1, c->devnull, c->devnull, &x, &rpc,
+    int rc = bn_exec_once(rt, cmd, 3, SL_TRANSPORT_SPDY, -1, c->devnull, c->devnull, &x, &rpc,
                           PROBE_TIMEOUT_S);
     shutdown(p.lfd, SHUT_RDWR); /* wakes accept() if nobody came */
     pthread_join(p.th, NULL);
