@@ -108,6 +108,11 @@ void bn_machine(json_t *out);
 uint16_t bn_free_port(void);
 bool bn_selected(const bn_ctx *c, const char *wl);
 
+/* ---- netstat.c ---- */
+/* SYNs the kernel dropped at a full accept queue so far (any listener on
+ * the host), or -1 when /proc/net/netstat cannot be read. */
+long long bn_listen_overflows(void);
+
 /* ---- procstat.c: the server-side processes of a runtime ---- */
 typedef struct bn_cpu {
     int n;

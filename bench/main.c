@@ -226,6 +226,21 @@ static bool wanted(const bn_ctx *c, const char *wl)
     return bn_selected(c, wl) || (!strcmp(wl, "attach_paced") && bn_selected(c, "attach"));
 }
 
+/* Adds the SYNs dropped at full listen queues since `before` to the
+ * workload's count and reports the count (the results' notes) when any. */
+static void note_overflows(const char *wl, long long before, long long *sum)
+{
+    long long now = bn_listen_overflows();
+    if (before < 0 || now <= before)
+        return;
+    *sum += now - before;
+    bn_info(wl, "listen_overflows",
+            "the kernel dropped %lld SYNs at a full listen queue during this workload "
+            "(TcpExt ListenOverflows, any listener on this host, the pod's programs included); "
+            "each costs its client a retry after 1 s or more",
+            *sum);
+}
+
 static void run_workloads(bn_ctx *c)
 {
     static const struct {
@@ -243,25 +258,34 @@ static void run_workloads(bn_ctx *c)
         {"attach_paced", bn_wl_attach_paced},
         {"restart", bn_wl_restart}, /* last: it replaces the daemons */
     };
+    long long dropped[sizeof(wls) / sizeof(wls[0])] = {0};
     for (int run = 0; run < c->o.runs; run++)
         for (size_t w = 0; w < sizeof(wls) / sizeof(wls[0]); w++) {
             if (!wanted(c, wls[w].name))
                 continue;
             double t0 = bn_now();
+            long long o0 = bn_listen_overflows();
             wls[w].fn(c, run);
+            note_overflows(wls[w].name, o0, &dropped[w]);
             bn_log("run %d/%d %s: %.1f s", run + 1, c->o.runs, wls[w].name, bn_now() - t0);
         }
     if (!bn_selected(c, "conc"))
         return;
     /* Last, and 1000 once: containerd is still working through such a
      * backlog minutes later, which would bleed into whatever follows. */
-    for (int k = 0; k < c->o.nconc; k++)
+    for (int k = 0; k < c->o.nconc; k++) {
+        char wl[32];
+        snprintf(wl, sizeof(wl), "conc%d", c->o.conc[k]);
+        long long conc_dropped = 0;
         for (int run = 0; run < (c->o.conc[k] >= 1000 ? 1 : c->o.conc_runs); run++) {
             double t0 = bn_now();
+            long long o0 = bn_listen_overflows();
             bn_wl_conc(c, run, c->o.conc[k]);
+            note_overflows(wl, o0, &conc_dropped);
             bn_log("run %d/%d conc%d: %.1f s", run + 1, c->o.conc_runs, c->o.conc[k],
                    bn_now() - t0);
         }
+    }
 }
 
 static json_t *config_json(const bn_ctx *c)
