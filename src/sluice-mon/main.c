@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -321,6 +322,12 @@ int main(int argc, char **argv)
             free_paths(&m);
             int rc = pid < 0 ? 1 : wait_ready(ready[0]);
             close(ready[0]);
+            /* A monitor that failed exits right after its error: wait, so
+             * that when sluiced reports the failure none of the pod's
+             * processes is left (under a sanitizer the exit takes long). */
+            if (rc != 0 && pid > 0)
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                    ;
             return rc;
         }
         close(ready[0]);
