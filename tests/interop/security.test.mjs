@@ -407,6 +407,33 @@ skippable('container security context: sluiced against containerd', skipReason()
           supplemental_groups_policy: 'Strict' } }, null);
       assert.equal(sl.v.id, 'uid=1000(app) gid=1000(app) groups=7,1000(app)');
     }, { timeout: CASE_TIMEOUT_MS });
+
+    // The kubelet (and critest) send Strict only to a runtime whose Status
+    // says it applies it; an exec'd process (ExecSync, native path) gets the
+    // container's groups too, under either policy.
+    test('Status announces supplemental_groups_policy; exec\'d processes get the same groups', async () => {
+      const st = await ctx.sd.rt.Status({ verbose: false });
+      assert.equal(st.features?.supplemental_groups_policy, true);
+      for (const [policy, want] of [
+        ['Strict', 'uid=1000(app) gid=1000(app) groups=7,1000(app)'],
+        ['Merge', 'uid=1000(app) gid=1000(app) groups=7,50(staff),63(audio),1000(app)'],
+      ]) {
+        const { id, log } = await ctx.sl.create(`groups-exec-${policy}`, { image: USERS_IMAGE,
+          cmd: 'id; exec sleep 60',
+          sc: { run_as_username: 'app', supplemental_groups: [7], supplemental_groups_policy: policy } });
+        try {
+          await ctx.sd.rt.StartContainer({ container_id: id });
+          const r = await ctx.sd.execSync(id, ['id'], 30);
+          assert.equal(r.exit_code, 0, r.stderr.toString());
+          assert.equal(r.stdout.toString().trim(), want, `${policy}: ExecSync`);
+          const end = Date.now() + 5000; // the monitor writes the log as the line comes
+          while (!readLog(log).split('\n').includes(want) && Date.now() < end) await sleep(50);
+          assert.equal(readLog(log), want, `${policy}: the container's own process`);
+        } finally {
+          await ctx.sd.rt.RemoveContainer({ container_id: id }).catch(() => {});
+        }
+      }
+    }, { timeout: CASE_TIMEOUT_MS });
   });
 
   describe('file system', () => {

@@ -209,6 +209,11 @@ void sl_cri_status(sl_grpc_call *call, void *arg)
     Runtime__V1__RuntimeHandler *handlers[] = {&dflt, &runc};
     resp.n_runtime_handlers = 2;
     resp.runtime_handlers = handlers;
+    /* Strict is applied (ctr_user.c), so the kubelet may send it: it
+     * refuses Strict pods on a runtime that does not say so. */
+    Runtime__V1__RuntimeFeatures features = RUNTIME__V1__RUNTIME_FEATURES__INIT;
+    features.supplemental_groups_policy = true;
+    resp.features = &features;
     sl_grpc_call_reply(call, &resp.base);
     for (size_t i = 0; i < INFO_N; i++)
         free(values[i]);
