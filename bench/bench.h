@@ -68,7 +68,11 @@ typedef struct bn_rt {
     sl_cri_client *cri;
     char *pod_id, *ctr_id, *pf_ctr_id;
     const char *pod_name; /* metadata name of pod_id's pod (NULL: "bench") */
-    uint16_t port_down, port_up, port_hol, port_stall;
+    uint16_t port_down, port_up, port_stall;
+    /* one listener per head-of-line connection: busybox nc -ll
+     * listens with a backlog of 2, and 7 connections at once overflowed it
+     * (SYNs dropped, streams starting a second late) */
+    uint16_t port_hol[BN_HOL_CONNS];
     char version[128];
     char ws_proto[48];       /* what an exec over WebSocket negotiates */
     bool tunnel_ok;          /* port-forward SPDY-in-WebSocket upgrades */
@@ -105,7 +109,8 @@ void bn_info(const char *wl, const char *key, const char *fmt, ...)
 void bn_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bn_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bn_machine(json_t *out);
-uint16_t bn_free_port(void);
+#define BN_FREE_PORTS_MAX 16
+int bn_free_ports(uint16_t *ports, int n);
 bool bn_selected(const bn_ctx *c, const char *wl);
 
 /* ---- netstat.c ---- */

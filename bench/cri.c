@@ -11,7 +11,7 @@
 
 #define RT_SVC "/runtime.v1.RuntimeService/"
 #define IMG_SVC "/runtime.v1.ImageService/"
-#define PF_SCRIPT_MAX 1024
+#define PF_SCRIPT_MAX 2048
 #define STOP_TIMEOUT_S 0 /* containers are killed at once */
 #define POD_TRIES 5
 
@@ -195,24 +195,38 @@ void bn_ctr_log_path(const bn_rt *rt, const char *name, char *out, size_t len)
     snprintf(out, len, "%s/%s.log", rt->log_dir, name);
 }
 
-/* The port-forward peers in the pod: a source (dd), two sinks that answer
- * "ok" after N bytes, and one that never reads. Host network: the ports
- * were free on the host. */
+/* The port-forward peers in the pod: a source (dd), sinks that answer "ok"
+ * after N bytes (one for uploads, one per head-of-line connection), and
+ * one that never reads. Host network: the ports were free on the host. */
 static int start_pf_ctr(bn_ctx *c, bn_rt *rt)
 {
     char script[PF_SCRIPT_MAX];
-    rt->port_down = bn_free_port();
-    rt->port_up = bn_free_port();
-    rt->port_hol = bn_free_port();
-    rt->port_stall = bn_free_port();
-    snprintf(script, sizeof(script),
-             "nc -ll -p %u -e sh -c 'exec dd if=/dev/zero bs=65536 count=%llu 2>/dev/null' &\n"
-             "nc -ll -p %u -e sh -c 'head -c %llu >/dev/null; echo ok' &\n"
-             "nc -ll -p %u -e sh -c 'head -c %llu >/dev/null; echo ok' &\n"
-             "nc -ll -p %u -e sleep 3600 &\nwait\n",
-             rt->port_down, (unsigned long long)(c->o.pf_bytes / 65536), rt->port_up,
-             (unsigned long long)c->o.pf_bytes, rt->port_hol, (unsigned long long)c->o.hol_bytes,
-             rt->port_stall);
+    uint16_t ports[3 + BN_HOL_CONNS];
+    if (bn_free_ports(ports, 3 + BN_HOL_CONNS) < 0) {
+        bn_error("%s: no free loopback ports for the port-forward pod", rt->name);
+        return -1;
+    }
+    rt->port_down = ports[0];
+    rt->port_up = ports[1];
+    rt->port_stall = ports[2];
+    memcpy(rt->port_hol, ports + 3, sizeof(rt->port_hol));
+    int len =
+        snprintf(script, sizeof(script),
+                 "nc -ll -p %u -e sh -c 'exec dd if=/dev/zero bs=65536 count=%llu 2>/dev/null' &\n"
+                 "nc -ll -p %u -e sh -c 'head -c %llu >/dev/null; echo ok' &\n"
+                 "nc -ll -p %u -e sleep 3600 &\n",
+                 rt->port_down, (unsigned long long)(c->o.pf_bytes / 65536), rt->port_up,
+                 (unsigned long long)c->o.pf_bytes, rt->port_stall);
+    for (int i = 0; i < BN_HOL_CONNS && len > 0 && (size_t)len < sizeof(script); i++) {
+        len += snprintf(script + len, sizeof(script) - (size_t)len,
+                        "nc -ll -p %u -e sh -c 'head -c %llu >/dev/null; echo ok' &\n",
+                        rt->port_hol[i], (unsigned long long)c->o.hol_bytes);
+    }
+    if (len < 0 || (size_t)len + sizeof("wait\n") > sizeof(script)) {
+        bn_error("%s: the port-forward pod script is over %d bytes", rt->name, PF_SCRIPT_MAX);
+        return -1;
+    }
+    memcpy(script + len, "wait\n", sizeof("wait\n"));
     const char *argv[] = {"sh", "-c", script};
     return bn_ctr_start(rt, "pf", argv, 3, &rt->pf_ctr_id);
 }
@@ -321,10 +335,12 @@ int bn_pf_url(bn_rt *rt, char **url)
 {
     Runtime__V1__PortForwardRequest req = RUNTIME__V1__PORT_FORWARD_REQUEST__INIT;
     Runtime__V1__PortForwardResponse *r = NULL;
-    int32_t ports[] = {rt->port_down, rt->port_up, rt->port_hol, rt->port_stall};
+    int32_t ports[3 + BN_HOL_CONNS] = {rt->port_down, rt->port_up, rt->port_stall};
+    for (int i = 0; i < BN_HOL_CONNS; i++)
+        ports[3 + i] = rt->port_hol[i];
     req.pod_sandbox_id = rt->pod_id;
     req.port = ports;
-    req.n_port = 4;
+    req.n_port = sizeof(ports) / sizeof(ports[0]);
     if (call(rt, RT_SVC "PortForward", &req, &runtime__v1__port_forward_response__descriptor,
              (void **)&r) < 0)
         return -1;

@@ -149,19 +149,30 @@ void bn_machine(json_t *out)
     json_object_set_new(out, "loadavg_at_start", json_pack("[fff]", load[0], load[1], load[2]));
 }
 
-uint16_t bn_free_port(void)
+/* n distinct loopback ports free now: the sockets stay bound until all are
+ * chosen, so the kernel cannot hand out one twice. */
+int bn_free_ports(uint16_t *ports, int n)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 0;
-    uint16_t port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
+    int fds[BN_FREE_PORTS_MAX];
+    int got = 0;
+    if (n > BN_FREE_PORTS_MAX)
+        return -1;
+    for (; got < n; got++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(a);
+        fds[got] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fds[got] < 0)
+            break;
+        if (bind(fds[got], (struct sockaddr *)&a, sizeof(a)) < 0 ||
+            getsockname(fds[got], (struct sockaddr *)&a, &len) < 0) {
+            close(fds[got]);
+            break;
+        }
+        ports[got] = ntohs(a.sin_port);
+    }
+    for (int i = 0; i < got; i++)
+        close(fds[i]);
+    return got == n ? 0 : -1;
 }
 
 bool bn_selected(const bn_ctx *c, const char *wl)

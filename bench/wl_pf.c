@@ -210,7 +210,7 @@ static double hol_case(bn_ctx *c, bn_rt *rt, bool stall, bool *timed_out)
         return -1;
     for (; n < BN_HOL_CONNS; n++) {
         bool last = n == BN_HOL_CONNS - 1;
-        uint16_t port = last && stall ? rt->port_stall : rt->port_hol;
+        uint16_t port = last && stall ? rt->port_stall : rt->port_hol[n];
         uint64_t total = last && stall ? UINT64_MAX : c->o.hol_bytes;
         int mine;
         if (bn_pf_conn(&p, port, &mine) < 0 ||
