@@ -4,11 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 void sl_freep(void *p)
@@ -146,12 +148,27 @@ int sl_mkdir_p(const char *path, int mode, sl_error *e)
     return 0;
 }
 
-static int rm_at(int parent, const char *name, dev_t dev, sl_error *e)
+/* The mount a directory entry is on: a bind mount of the same file system
+ * has the same st_dev, so only the mount id tells that rm_at would leave
+ * the tree it was asked to remove (e.g. a container's idmapped volume). */
+static int mount_id(int parent, const char *name, struct stat *st, uint64_t *mnt)
+{
+    struct statx sx;
+    if (statx(parent, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_MNT_ID, &sx) < 0)
+        return -1;
+    st->st_mode = sx.stx_mode;
+    st->st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    *mnt = (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
+    return 0;
+}
+
+static int rm_at(int parent, const char *name, dev_t dev, uint64_t mnt, sl_error *e)
 {
     struct stat st;
-    if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    uint64_t here;
+    if (mount_id(parent, name, &st, &here) < 0)
         return errno == ENOENT ? 0 : sl_error_set(e, errno, "stat %s", name);
-    if (S_ISDIR(st.st_mode) && st.st_dev == dev) {
+    if (S_ISDIR(st.st_mode) && st.st_dev == dev && here == mnt) {
         int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
             return sl_error_set(e, errno, "open %s", name);
@@ -164,7 +181,7 @@ static int rm_at(int parent, const char *name, dev_t dev, sl_error *e)
         int rc = 0;
         while (rc == 0 && (de = readdir(d)))
             if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-                rc = rm_at(dirfd(d), de->d_name, dev, e);
+                rc = rm_at(dirfd(d), de->d_name, dev, mnt, e);
         closedir(d);
         if (rc < 0)
             return sl_error_wrap(e, "%s", name);
@@ -172,7 +189,7 @@ static int rm_at(int parent, const char *name, dev_t dev, sl_error *e)
             return sl_error_set(e, errno, "rmdir %s", name);
         return 0;
     }
-    if (S_ISDIR(st.st_mode)) /* another file system mounted here: leave it */
+    if (S_ISDIR(st.st_mode)) /* something mounted here: leave it */
         return sl_error_set(e, EBUSY, "remove %s", name);
     if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
         return sl_error_set(e, errno, "unlink %s", name);
@@ -182,9 +199,10 @@ static int rm_at(int parent, const char *name, dev_t dev, sl_error *e)
 int sl_rm_rf(const char *path, sl_error *e)
 {
     struct stat st;
-    if (lstat(path, &st) < 0)
+    uint64_t mnt;
+    if (mount_id(AT_FDCWD, path, &st, &mnt) < 0)
         return errno == ENOENT ? 0 : sl_error_set(e, errno, "stat %s", path);
-    return rm_at(AT_FDCWD, path, st.st_dev, e);
+    return rm_at(AT_FDCWD, path, st.st_dev, mnt, e);
 }
 
 void sl_raise_nofile(void)
@@ -194,4 +212,14 @@ void sl_raise_nofile(void)
         rl.rlim_cur = rl.rlim_max;
         setrlimit(RLIMIT_NOFILE, &rl);
     }
+}
+
+void sl_close_fds_except(int a, int b)
+{
+    int lo = a < b ? a : b, hi = a < b ? b : a;
+    if (lo > 3)
+        close_range(3, (unsigned)lo - 1, 0);
+    if (hi > lo + 1)
+        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+    close_range((unsigned)hi + 1, ~0u, 0);
 }

@@ -30,6 +30,11 @@ void sl_closep(int *fd);
  * default soft limit (1024) would cap it near 300 sessions. Containers get
  * their own limit from the OCI spec. */
 void sl_raise_nofile(void);
+
+/* In a child forked from a threaded process: closes every fd from 3 up
+ * but a and b (close_range, async-signal-safe), so it holds no copy of
+ * pipes other threads' children wait on. */
+void sl_close_fds_except(int a, int b);
 #define SL_AUTOFREE __attribute__((cleanup(sl_freep)))
 #define SL_AUTOCLOSE __attribute__((cleanup(sl_closep)))
 
