@@ -223,3 +223,16 @@ void sl_close_fds_except(int a, int b)
         close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
     close_range((unsigned)hi + 1, ~0u, 0);
 }
+
+int sl_helper_pipes(int ready[2], int done[2], sl_error *e)
+{
+    if (pipe2(ready, O_CLOEXEC) < 0)
+        return sl_error_set(e, errno, "pipe");
+    if (pipe2(done, O_CLOEXEC) < 0) {
+        int err = errno;
+        close(ready[0]);
+        close(ready[1]);
+        return sl_error_set(e, err, "pipe");
+    }
+    return 0;
+}

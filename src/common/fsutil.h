@@ -35,6 +35,11 @@ void sl_raise_nofile(void);
  * but a and b (close_range, async-signal-safe), so it holds no copy of
  * pipes other threads' children wait on. */
 void sl_close_fds_except(int a, int b);
+
+/* The two O_CLOEXEC pipes of a helper child: ready (its report to the
+ * parent) and done (the parent's word back; EOF lets it go). 0, or -1
+ * (*e) with neither open. */
+int sl_helper_pipes(int ready[2], int done[2], sl_error *e);
 #define SL_AUTOFREE __attribute__((cleanup(sl_freep)))
 #define SL_AUTOCLOSE __attribute__((cleanup(sl_closep)))
 

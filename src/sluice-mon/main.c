@@ -40,6 +40,7 @@ typedef struct opts {
     const char *pod_id, *run_dir, *state_dir, *runtime;
     const char *netns;  /* the pod's network namespace, joined at start */
     const char *pid_ns; /* --pid-ns FILE: hold a pid namespace for the pod */
+    const char *userns; /* --userns FILE: the pod's user namespace, which owns that one */
     const char *cgroup; /* --cgroup PATH: leave the starter's cgroup for it */
     bool foreground;
     bool adopt; /* --adopt: replaces a monitor that died (mon_adopt.c) */
@@ -48,7 +49,7 @@ typedef struct opts {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sluice-mon --pod-id ID --run-dir DIR --state-dir DIR --runtime PATH\n"
-               "                  [--netns PATH] [--pid-ns FILE] [--cgroup PATH]\n"
+               "                  [--netns PATH] [--pid-ns FILE] [--userns FILE] [--cgroup PATH]\n"
                "                  [--log-level error|warn|info|debug] [--foreground] [--adopt]\n"
                "See sluice-mon(8).\n");
 }
@@ -61,6 +62,7 @@ static int parse(int argc, char **argv, opts *o)
                                           {"runtime", required_argument, NULL, 'R'},
                                           {"netns", required_argument, NULL, 'n'},
                                           {"pid-ns", required_argument, NULL, 'P'},
+                                          {"userns", required_argument, NULL, 'U'},
                                           {"cgroup", required_argument, NULL, 'c'},
                                           {"log-level", required_argument, NULL, 'l'},
                                           {"foreground", no_argument, NULL, 'f'},
@@ -88,6 +90,9 @@ static int parse(int argc, char **argv, opts *o)
         case 'P':
             o->pid_ns = optarg;
             break;
+        case 'U':
+            o->userns = optarg;
+            break;
         case 'c':
             o->cgroup = optarg;
             break;
@@ -110,7 +115,8 @@ static int parse(int argc, char **argv, opts *o)
         }
     }
     if (optind != argc || !o->pod_id || !o->run_dir || !o->state_dir || !o->runtime ||
-        (o->pid_ns && o->pid_ns[0] != '/') || (o->cgroup && o->cgroup[0] != '/'))
+        (o->pid_ns && o->pid_ns[0] != '/') || (o->userns && o->userns[0] != '/') ||
+        (o->cgroup && o->cgroup[0] != '/'))
         return -1;
     return 0;
 }
@@ -230,7 +236,7 @@ static int start(mon *m, const opts *o, sl_error *e)
     if (o->adopt && o->pid_ns && m->pause_pipe[1] < 0 && mon_pause_lifeline_open(m, e) < 0)
         return -1;
     if (mon_signals_start(m, e) < 0 || mon_sess_start(m, e) < 0 || mon_server_start(m, e) < 0 ||
-        (o->pid_ns && !o->adopt && mon_pause_start(m, o->pid_ns, e) < 0) ||
+        (o->pid_ns && !o->adopt && mon_pause_start(m, o->pid_ns, o->userns, e) < 0) ||
         (o->pid_ns && o->adopt && mon_pause_adopt(m, o->pid_ns, e) < 0))
         return -1;
     char pid[32];

@@ -388,8 +388,10 @@ void mon_ctr_free(mon_ctr *c);
 /* The holder's main (this executable run as MON_PAUSE_NAME). */
 int mon_pause_main(void);
 /* Starts the holder in a new pid namespace and bind-mounts that namespace
- * on file. Returns 0 or -1 (*e); mon_pause_stop undoes either. */
-int mon_pause_start(mon *m, const char *file, sl_error *e);
+ * on file; with userns (a pinned user namespace, or NULL) the pid
+ * namespace is made in it, so the pod's containers, which are in it too,
+ * may mount its /proc. Returns 0 or -1 (*e); mon_pause_stop undoes either. */
+int mon_pause_start(mon *m, const char *file, const char *userns, sl_error *e);
 /* Kills and reaps the holder, unmounts and removes the file. */
 void mon_pause_stop(mon *m);
 /* Called by the reaper: true when pid was the holder. */

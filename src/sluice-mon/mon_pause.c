@@ -83,6 +83,46 @@ static pid_t fork_newpid(void)
     return (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL);
 }
 
+/* The same in the user namespace at path: an intermediate child joins it
+ * (setns needs a single thread), unshares the pid namespace there, and
+ * forks the holder as our child (CLONE_PARENT), whose pid it sends back. */
+static pid_t fork_newpid_in(const char *userns, int life)
+{
+    int ns = open(userns, O_RDONLY | O_CLOEXEC);
+    int p[2];
+    if (ns < 0 || pipe2(p, O_CLOEXEC) < 0) {
+        if (ns >= 0)
+            close(ns);
+        return -1;
+    }
+    pid_t mid = fork();
+    if (mid == 0) {
+        pid_t pid = -1;
+        if (setns(ns, CLONE_NEWUSER) == 0 && unshare(CLONE_NEWPID) == 0)
+            pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, NULL);
+        if (pid == 0) {
+            close(p[0]);
+            close(p[1]);
+            exec_holder(life);
+        }
+        int err = errno;
+        pid_t msg[2] = {pid, err};
+        _exit(write(p[1], msg, sizeof(msg)) == (ssize_t)sizeof(msg) ? 0 : 1);
+    }
+    close(ns);
+    close(p[1]);
+    pid_t msg[2] = {-1, EIO};
+    if (mid > 0 && read(p[0], msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+        msg[1] = EIO;
+    close(p[0]);
+    if (mid > 0)
+        while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    if (msg[0] < 0)
+        errno = msg[1];
+    return mid < 0 ? -1 : msg[0];
+}
+
 static int pin(pid_t pid, const char *file, sl_error *e)
 {
     SL_AUTOFREE char *dir = strdup(file);
@@ -99,13 +139,13 @@ static int pin(pid_t pid, const char *file, sl_error *e)
     return 0;
 }
 
-int mon_pause_start(mon *m, const char *file, sl_error *e)
+int mon_pause_start(mon *m, const char *file, const char *userns, sl_error *e)
 {
     int life[2] = {m->pause_pipe[0], m->pause_pipe[1]};
     m->pause_pipe[0] = m->pause_pipe[1] = -1;
     if (life[0] < 0 && pipe2(life, O_CLOEXEC) < 0)
         return sl_error_set(e, errno, "pipe");
-    pid_t pid = fork_newpid();
+    pid_t pid = userns ? fork_newpid_in(userns, life[0]) : fork_newpid();
     if (pid == 0) {
         close(life[1]);
         exec_holder(life[0]);
@@ -113,7 +153,8 @@ int mon_pause_start(mon *m, const char *file, sl_error *e)
     close(life[0]);
     if (pid < 0) {
         close(life[1]);
-        return sl_error_set(e, errno, "start the pid namespace holder");
+        return sl_error_set(e, errno, "start the pid namespace holder%s%s", userns ? " in " : "",
+                            userns ? userns : "");
     }
     m->pause_pid = pid;
     m->pause_life = life[1];

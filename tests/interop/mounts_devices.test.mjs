@@ -284,9 +284,9 @@ describe('mounts and devices', { skip: reason }, () => {
       [{ host_path: dir, container_path: 'x' }, grpcStatus.INVALID_ARGUMENT, /mounts\[0\]\.container_path: "x" is not absolute/],
       [{ host_path: dir, container_path: '/x', propagation: 7 }, grpcStatus.INVALID_ARGUMENT, /mounts\[0\]\.propagation: unknown value 7/],
       [{ host_path: dir, container_path: '/x', uidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] },
-        grpcStatus.UNIMPLEMENTED, /mounts\[0\]\.uidMappings: id-mapped mounts are not supported/],
+        grpcStatus.INVALID_ARGUMENT, /mounts\[0\]\.uidMappings: the pod sandbox has no user namespace of its own/],
       [{ host_path: dir, container_path: '/x', gidMappings: [{ host_id: 1000, container_id: 0, length: 1 }] },
-        grpcStatus.UNIMPLEMENTED, /mounts\[0\]\.gidMappings/],
+        grpcStatus.INVALID_ARGUMENT, /mounts\[0\]\.gidMappings: the pod sandbox has no user namespace/],
       [{ host_path: '', container_path: '/x', image: { image: BUSYBOX_IMAGE } },
         grpcStatus.UNIMPLEMENTED, /mounts\[0\]\.image: image volumes are not supported/],
     ];

@@ -326,22 +326,25 @@ describe('namespace options', { skip: reason }, () => {
     }
   });
 
-  test('user namespaces: NODE runs, POD is UNIMPLEMENTED, CONTAINER/TARGET refused', async () => {
+  // POD (a user namespace of the pod's own): interop/userns.
+  test('user namespaces: NODE runs; CONTAINER, TARGET and what POD cannot honour are refused', async () => {
     const side = sides[0];
     const node = { network: 'NODE', pid: 'CONTAINER', ipc: 'POD', userns_options: { mode: 'NODE' } };
     const pod = await side.pod('userns-node', node);
     const a = await side.run(pod, 'a', ['sleep', '1081'], node);
     assert.equal(await side.out(a, 'readlink /proc/self/ns/user'), hostNs('user'));
-    await expectCode(side.pod('userns-pod', { ...node, userns_options: { mode: 'POD' } }),
-      grpcStatus.UNIMPLEMENTED, /userns_options\.mode: POD: user namespaces are not supported/);
+    const one = [{ host_id: 1000000, container_id: 0, length: 65536 }];
+    await expectCode(side.pod('userns-pod', { ...node, userns_options: { mode: 'POD', uids: one, gids: one } }),
+      grpcStatus.INVALID_ARGUMENT, /user namespace \(userns_options POD\) cannot use the host's network/);
     for (const mode of ['CONTAINER', 'TARGET'])
       await expectCode(side.pod('userns-bad', { ...node, userns_options: { mode } }),
         grpcStatus.INVALID_ARGUMENT, new RegExp(`userns_options\\.mode: ${mode}`));
     const mapping = [{ host_id: 1000, container_id: 0, length: 100 }];
     await expectCode(side.pod('userns-map', { ...node, userns_options: { mode: 'NODE', uids: mapping } }),
       grpcStatus.INVALID_ARGUMENT, /userns_options: uids\/gids mappings need mode POD/);
-    await expectCode(side.create(pod, 'b', ['true'], { ...node, userns_options: { mode: 'POD' } }),
-      grpcStatus.UNIMPLEMENTED, /user namespaces are not supported/);
+    const own = { ...node, userns_options: { mode: 'POD', uids: one, gids: one } };
+    await expectCode(side.create(pod, 'b', ['true'], own),
+      grpcStatus.INVALID_ARGUMENT, /userns_options: POD, but the pod sandbox uses the host's user namespace/);
     await side.removePods();
   });
 

@@ -15,7 +15,7 @@
 #include "cri/ctr_mounts.h"
 #include "fsutil.h"
 
-static const sl_mount_env env_all = {.rro = true, .selinux = false};
+static const sl_mount_env env_all = {.rro = true, .selinux = false, .idmap = true};
 
 typedef struct cfg {
     Runtime__V1__ContainerConfig c;
@@ -36,13 +36,18 @@ static void cfg_init(cfg *x, size_t n)
     x->c.mounts = x->mp;
 }
 
-static void refused(cfg *x, const sl_mount_env *env, int code, const char *text)
+static void refused_in(cfg *x, const sl_mount_env *env, bool userns, int code, const char *text)
 {
     sl_error e = {0};
-    assert_int_equal(sl_ctr_mounts_check(&x->c, env, &e), -1);
+    assert_int_equal(sl_ctr_mounts_check(&x->c, env, userns, &e), -1);
     assert_int_equal(e.code, code);
     if (!strstr(e.msg, text))
         fail_msg("\"%s\" not in \"%s\"", text, e.msg);
+}
+
+static void refused(cfg *x, const sl_mount_env *env, int code, const char *text)
+{
+    refused_in(x, env, false, code, text);
 }
 
 static void path_refusals(void **state)
@@ -61,6 +66,40 @@ static void path_refusals(void **state)
     refused(&x, &env_all, SL_GRPC_INVALID_ARGUMENT, "mounts[1].container_path: \"data\"");
 }
 
+/* Idmapped mounts, in a pod with a user namespace: one uid and one gid
+ * mapping, a real range, private propagation, and a host that can. */
+static void mapping_refusals(void **state)
+{
+    (void)state;
+    cfg x;
+    Runtime__V1__IDMapping map = RUNTIME__V1__IDMAPPING__INIT, *maps[] = {&map, &map};
+    map.host_id = 100000;
+    map.length = 65536;
+    sl_mount_env no_idmap = env_all;
+    no_idmap.idmap = false;
+    snprintf(no_idmap.idmap_why, sizeof(no_idmap.idmap_why), "not on this file system");
+    cfg_init(&x, 1);
+    x.m[0].n_uidmappings = x.m[0].n_gidmappings = 1;
+    x.m[0].uidmappings = x.m[0].gidmappings = maps;
+    sl_error e = {0};
+    assert_int_equal(sl_ctr_mounts_check(&x.c, &env_all, true, &e), 0);
+    refused_in(&x, &no_idmap, true, SL_GRPC_UNIMPLEMENTED,
+               "mounts[0].uidMappings: no idmapped mounts here: not on this file system");
+    x.m[0].n_gidmappings = 0;
+    refused_in(&x, &env_all, true, SL_GRPC_INVALID_ARGUMENT,
+               "mounts[0].gidMappings: 0 mappings; sluice takes one uid and one gid mapping");
+    x.m[0].n_gidmappings = 2;
+    refused_in(&x, &env_all, true, SL_GRPC_INVALID_ARGUMENT, "mounts[0].gidMappings: 2 mappings");
+    x.m[0].n_gidmappings = 1;
+    map.length = 0;
+    refused_in(&x, &env_all, true, SL_GRPC_INVALID_ARGUMENT,
+               "mounts[0].uidMappings[0]: container id 0, host id 100000, length 0 is not a range");
+    map.length = 65536;
+    x.m[0].propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER;
+    refused_in(&x, &env_all, true, SL_GRPC_INVALID_ARGUMENT,
+               "mounts[0].propagation: an idmapped mount is a copy");
+}
+
 static void field_refusals(void **state)
 {
     (void)state;
@@ -70,7 +109,8 @@ static void field_refusals(void **state)
     cfg_init(&x, 1);
     x.m[0].n_gidmappings = 1;
     x.m[0].gidmappings = maps;
-    refused(&x, &env_all, SL_GRPC_UNIMPLEMENTED, "mounts[0].gidMappings");
+    refused(&x, &env_all, SL_GRPC_INVALID_ARGUMENT,
+            "mounts[0].gidMappings: the pod sandbox has no user namespace of its own");
     cfg_init(&x, 1);
     img.image = "busybox";
     x.m[0].image = &img;
@@ -81,7 +121,7 @@ static void field_refusals(void **state)
     cfg_init(&x, 1);
     x.m[0].selinux_relabel = true; /* nothing to relabel without SELinux */
     sl_error e;
-    assert_int_equal(sl_ctr_mounts_check(&x.c, &env_all, &e), 0);
+    assert_int_equal(sl_ctr_mounts_check(&x.c, &env_all, false, &e), 0);
     sl_mount_env selinux = {.rro = true, .selinux = true};
     refused(&x, &selinux, SL_GRPC_UNIMPLEMENTED, "mounts[0].selinux_relabel");
 }
@@ -98,7 +138,7 @@ static void rro_rules(void **state)
     x.m[0].propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_BIDIRECTIONAL;
     refused(&x, &env_all, SL_GRPC_INVALID_ARGUMENT, "needs propagation PROPAGATION_PRIVATE");
     x.m[0].propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_PRIVATE;
-    assert_int_equal(sl_ctr_mounts_check(&x.c, &env_all, &e), 0);
+    assert_int_equal(sl_ctr_mounts_check(&x.c, &env_all, false, &e), 0);
     sl_mount_env old = {.rro = false};
     refused(&x, &old, SL_GRPC_UNIMPLEMENTED, "no recursive read-only mounts");
 }
@@ -131,7 +171,7 @@ static void prepare_creates_and_sorts(void **state)
     x.m[2].readonly = true;
     sl_ctr_mounts out;
     sl_error e;
-    assert_int_equal(sl_ctr_mounts_prepare(&x.c, &env_all, &out, &e), 0);
+    assert_int_equal(sl_ctr_mounts_prepare(&x.c, &env_all, NULL, &out, &e), 0);
     struct stat st;
     assert_int_equal(stat(missing, &st), 0);
     assert_true(S_ISDIR(st.st_mode));
@@ -158,11 +198,9 @@ static void features_parse(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(path_refusals),
-        cmocka_unit_test(field_refusals),
-        cmocka_unit_test(rro_rules),
-        cmocka_unit_test(too_many),
-        cmocka_unit_test(prepare_creates_and_sorts),
+        cmocka_unit_test(path_refusals),    cmocka_unit_test(field_refusals),
+        cmocka_unit_test(mapping_refusals), cmocka_unit_test(rro_rules),
+        cmocka_unit_test(too_many),         cmocka_unit_test(prepare_creates_and_sorts),
         cmocka_unit_test(features_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -122,16 +122,45 @@ static void pod_userns(void **state)
     p.o.userns_options = &p.u;
     p.u.mode = NODE;
     assert_int_equal(sl_ns_pod_modes(&p.c, &m, &e), 0);
-    p.u.mode = POD;
-    expect_pod_refused(&p, SL_GRPC_UNIMPLEMENTED, "user namespaces are not supported");
+    assert_false(m.userns.on);
     p.u.mode = CONTAINER;
     expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "userns_options.mode: CONTAINER");
-    Runtime__V1__IDMapping map = RUNTIME__V1__IDMAPPING__INIT;
-    Runtime__V1__IDMapping *maps[] = {&map};
+    p.u.mode = TARGET;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "userns_options.mode: TARGET");
+    Runtime__V1__IDMapping map = RUNTIME__V1__IDMAPPING__INIT, two = RUNTIME__V1__IDMAPPING__INIT;
+    Runtime__V1__IDMapping *maps[] = {&map, &two};
+    map.host_id = 1000;
+    map.length = 100000;
     p.u.mode = NODE;
     p.u.n_gids = 1;
     p.u.gids = maps;
     expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "mappings need mode POD");
+    /* POD: one mapping each, from container id 0, not of the host's root */
+    p.u.mode = POD;
+    p.u.n_uids = 1;
+    p.u.uids = maps;
+    assert_int_equal(sl_ns_pod_modes(&p.c, &m, &e), 0);
+    assert_true(m.userns.on);
+    assert_int_equal(m.userns.uid.host_id, 1000);
+    assert_int_equal(m.userns.gid.length, 100000);
+    p.u.n_uids = 0;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "userns_options.uids: 0 mappings");
+    p.u.n_uids = 2;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "userns_options.uids: 2 mappings");
+    p.u.n_uids = 1;
+    map.container_id = 1;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "container id 0 is not mapped");
+    map.container_id = 0;
+    map.host_id = 0;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "(host id 0)");
+    map.host_id = 4294967000u;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "are not a range");
+    map.host_id = 1000;
+    p.o.network = NODE;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "cannot use the host's network namespace");
+    p.o.network = POD;
+    p.o.pid = NODE;
+    expect_pod_refused(&p, SL_GRPC_INVALID_ARGUMENT, "cannot use the host's PID namespace");
 }
 
 static sl_ctr_ns_plan plan_of(ctr_cfg *c, const sl_pod_ns_modes *pod)
@@ -149,8 +178,7 @@ static void ctr_pid_follows_pod(void **state)
     (void)state;
     ctr_cfg c;
     ctr_init(&c, POD, POD, POD);
-    sl_pod_ns_modes shared = {false, false, POD}, own = {false, false, CONTAINER},
-                    host = {false, false, NODE};
+    sl_pod_ns_modes shared = {.pid = POD}, own = {.pid = CONTAINER}, host = {.pid = NODE};
     assert_int_equal(plan_of(&c, &shared).pid, SL_PIDNS_POD);
     assert_int_equal(plan_of(&c, &own).pid, SL_PIDNS_OWN);
     assert_int_equal(plan_of(&c, &host).pid, SL_PIDNS_HOST);
@@ -169,7 +197,8 @@ static void ctr_net_ipc(void **state)
 {
     (void)state;
     ctr_cfg c;
-    sl_pod_ns_modes pod = {false, false, POD}, hostpod = {true, true, POD};
+    sl_pod_ns_modes pod = {.pid = POD},
+                    hostpod = {.host_network = true, .host_ipc = true, .pid = POD};
     ctr_init(&c, POD, POD, POD);
     sl_ctr_ns_plan p = plan_of(&c, &pod);
     assert_false(p.host_network || p.host_ipc);
@@ -184,15 +213,21 @@ static void ctr_net_ipc(void **state)
     assert_int_equal(p.pid, SL_PIDNS_POD);
 }
 
-static void expect_ctr_refused(ctr_cfg *c, int code, const char *text)
+static void expect_ctr_refused_in(ctr_cfg *c, const sl_pod_ns_modes *pod, int code,
+                                  const char *text)
 {
-    sl_pod_ns_modes pod = {false, false, POD};
     sl_ctr_ns_plan p;
     sl_error e = {0};
-    assert_int_equal(sl_ns_ctr_plan(&c->c, &pod, &p, &e), -1);
+    assert_int_equal(sl_ns_ctr_plan(&c->c, pod, &p, &e), -1);
     assert_int_equal(e.code, code);
     if (!strstr(e.msg, text))
         fail_msg("\"%s\" not in \"%s\"", text, e.msg);
+}
+
+static void expect_ctr_refused(ctr_cfg *c, int code, const char *text)
+{
+    sl_pod_ns_modes pod = {.pid = POD};
+    expect_ctr_refused_in(c, &pod, code, text);
 }
 
 static void ctr_refusals(void **state)
@@ -210,22 +245,62 @@ static void ctr_refusals(void **state)
     expect_ctr_refused(&c, SL_GRPC_INVALID_ARGUMENT, "target_id: set, but pid is CONTAINER");
     ctr_init(&c, POD, 7, POD);
     expect_ctr_refused(&c, SL_GRPC_INVALID_ARGUMENT, "namespace_options.pid: UNKNOWN (7)");
+}
+
+/* A container is in its pod's user namespace: its options, if any, must
+ * say the same; none means the pod's. */
+static void ctr_userns(void **state)
+{
+    (void)state;
+    ctr_cfg c;
+    Runtime__V1__IDMapping map = RUNTIME__V1__IDMAPPING__INIT;
+    map.host_id = 100000;
+    map.length = 65536;
+    Runtime__V1__IDMapping *maps[] = {&map};
     Runtime__V1__UserNamespace u = RUNTIME__V1__USER_NAMESPACE__INIT;
+    u.n_uids = u.n_gids = 1;
+    u.uids = u.gids = maps; /* mode POD */
+    sl_pod_ns_modes host = {.pid = POD};
+    sl_pod_ns_modes own = {.pid = POD, .userns = {true, {0, 100000, 65536}, {0, 100000, 65536}}};
     ctr_init(&c, POD, POD, POD);
-    c.o.userns_options = &u; /* mode POD */
-    expect_ctr_refused(&c, SL_GRPC_UNIMPLEMENTED, "user namespaces are not supported");
+    c.o.userns_options = &u;
+    expect_ctr_refused_in(&c, &host, SL_GRPC_INVALID_ARGUMENT,
+                          "userns_options: POD, but the pod sandbox uses the host's");
+    assert_true(plan_of(&c, &own).userns);
+    c.o.userns_options = NULL; /* none: the pod's */
+    assert_true(plan_of(&c, &own).userns);
+    assert_false(plan_of(&c, &host).userns);
+    c.o.userns_options = &u;
+    map.host_id = 200000;
+    expect_ctr_refused_in(&c, &own, SL_GRPC_INVALID_ARGUMENT,
+                          "the mappings differ from the pod sandbox's (uids 0 100000 65536");
+    u.mode = NODE;
+    u.n_uids = u.n_gids = 0;
+    expect_ctr_refused_in(&c, &own, SL_GRPC_INVALID_ARGUMENT,
+                          "userns_options: NODE, but the pod sandbox has a user namespace");
+    c.o.userns_options = NULL;
+    ctr_init(&c, NODE, POD, POD);
+    expect_ctr_refused_in(&c, &own, SL_GRPC_INVALID_ARGUMENT,
+                          "cannot use the host's network namespace");
 }
 
 static void record_round_trip(void **state)
 {
     (void)state;
-    sl_pod_ns_modes in = {true, false, NODE}, out;
+    sl_pod_ns_modes in = {.host_network = true, .pid = NODE}, out;
     json_t *rec = json_object();
     sl_ns_pod_modes_save(&in, rec);
     sl_ns_pod_modes_load(rec, &out);
     assert_true(out.host_network);
     assert_false(out.host_ipc);
     assert_int_equal(out.pid, NODE);
+    assert_false(out.userns.on);
+    sl_pod_ns_modes ns = {.pid = POD, .userns = {true, {0, 1000, 100000}, {0, 2000, 65536}}};
+    json_t *rec2 = json_object();
+    sl_ns_pod_modes_save(&ns, rec2);
+    sl_ns_pod_modes_load(rec2, &out);
+    assert_memory_equal(&out.userns, &ns.userns, sizeof(ns.userns));
+    json_decref(rec2);
     json_object_del(rec, "pid_mode"); /* a record of an older version */
     sl_ns_pod_modes_load(rec, &out);
     assert_int_equal(out.pid, CONTAINER);
@@ -239,7 +314,8 @@ int main(void)
         cmocka_unit_test(pod_defaults_are_pod), cmocka_unit_test(pod_modes),
         cmocka_unit_test(pod_refusals),         cmocka_unit_test(pod_userns),
         cmocka_unit_test(ctr_pid_follows_pod),  cmocka_unit_test(ctr_net_ipc),
-        cmocka_unit_test(ctr_refusals),         cmocka_unit_test(record_round_trip),
+        cmocka_unit_test(ctr_refusals),         cmocka_unit_test(ctr_userns),
+        cmocka_unit_test(record_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -287,7 +287,7 @@ static void runc_runs_it(void **state)
     snprintf(layer, sizeof(layer), "%s/layer", dir);
     snprintf(bundle, sizeof(bundle), "%s/bundle", dir);
     const char *layers[] = {layer};
-    assert_int_equal(sl_rootfs_mount(bundle, layers, 1, &e), 0);
+    assert_int_equal(sl_rootfs_mount(bundle, layers, 1, NULL, &e), 0);
     char rootfs[160];
     snprintf(rootfs, sizeof(rootfs), "%s/rootfs", bundle);
     const char *run_args[] = {"sh", "-c",

@@ -36,13 +36,8 @@ int sl_idmap_write(pid_t pid, const sl_idmap *uid, const sl_idmap *gid, sl_error
 int sl_userns_open(const sl_idmap *uid, const sl_idmap *gid, sl_error *e)
 {
     int ready[2], done[2];
-    if (pipe2(ready, O_CLOEXEC) < 0)
-        return sl_error_set(e, errno, "pipe");
-    if (pipe2(done, O_CLOEXEC) < 0) {
-        close(ready[0]);
-        close(ready[1]);
-        return sl_error_set(e, errno, "pipe");
-    }
+    if (sl_helper_pipes(ready, done, e) < 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) { /* async-signal-safe calls only: forked from a threaded process */
         sl_close_fds_except(ready[1], done[0]);

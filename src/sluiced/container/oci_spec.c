@@ -86,6 +86,8 @@ static void add_ns(json_t *a, const char *type, const char *path)
 static json_t *linux_section(const sl_oci_input *in)
 {
     json_t *ns = json_array();
+    if (in->userns) /* runc joins it first (the others belong to it) */
+        add_ns(ns, "user", in->userns);
     if (!in->host_pid)
         add_ns(ns, "pid", in->pidns);
     add_ns(ns, "mount", NULL);
@@ -97,6 +99,13 @@ static json_t *linux_section(const sl_oci_input *in)
         add_ns(ns, "uts", in->utsns);
     json_t *l = json_pack("{s:o, s:{s:[{s:b, s:s}]}}", "namespaces", ns, "resources", "devices",
                           "allow", false, "access", "rwm");
+    if (in->userns) /* what runc needs to know about the namespace it joins */
+        for (size_t i = 0; i < 2; i++) {
+            const uint32_t *m = i ? in->gid_map : in->uid_map;
+            json_object_set_new(l, i ? "gidMappings" : "uidMappings",
+                                json_pack("[{s:I, s:I, s:I}]", "containerID", (json_int_t)m[0],
+                                          "hostID", (json_int_t)m[1], "size", (json_int_t)m[2]));
+        }
     if (in->cgroups_path)
         json_object_set_new(l, "cgroupsPath", json_string(in->cgroups_path));
     if (in->resources)

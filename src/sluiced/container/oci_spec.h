@@ -49,6 +49,8 @@ typedef struct sl_oci_input {
     const char *netns, *ipcns, *utsns; /* paths to join; NULL = the host's */
     const char *pidns;                 /* path to join; NULL = a new one (or host_pid) */
     bool host_pid;                     /* no pid namespace: the host's */
+    const char *userns;                /* a user namespace to join; NULL = the host's */
+    const uint32_t *uid_map, *gid_map; /* with userns: {container id, host id, length} */
     const sl_oci_mount *mounts;
     size_t nmounts;
     const char *rootfs_propagation;      /* "rshared", "rslave", or NULL (runc's default) */

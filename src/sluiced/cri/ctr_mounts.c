@@ -1,11 +1,14 @@
 #include "cri/ctr_mounts.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "container/idmap.h"
 #include "container/mountinfo.h"
 #include "fsutil.h"
 
@@ -43,16 +46,56 @@ static int check_rro(size_t i, const Runtime__V1__Mount *m, const sl_mount_env *
     return 0;
 }
 
-static int check_one(size_t i, const Runtime__V1__Mount *m, const sl_mount_env *env, sl_error *e)
+static int check_mapping(size_t i, const char *field, size_t n, Runtime__V1__IDMapping *const *v,
+                         sl_error *e)
+{
+    if (n != 1)
+        return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                             "mounts[%zu].%s: %zu mappings; sluice takes one uid and one gid "
+                             "mapping",
+                             i, field, n);
+    if (v[0]->length == 0 || (uint64_t)v[0]->host_id + v[0]->length > UINT32_MAX ||
+        (uint64_t)v[0]->container_id + v[0]->length > UINT32_MAX)
+        return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
+                             "mounts[%zu].%s[0]: container id %u, host id %u, length %u is not "
+                             "a range",
+                             i, field, v[0]->container_id, v[0]->host_id, v[0]->length);
+    return 0;
+}
+
+/* An idmapped mount: for a pod with a user namespace, private (a clone
+ * of the source, which shares no propagation with it). */
+static int check_mappings(size_t i, const Runtime__V1__Mount *m, const sl_mount_env *env,
+                          bool userns, sl_error *e)
+{
+    const char *field = m->n_uidmappings ? "uidMappings" : "gidMappings";
+    if (!userns)
+        return bad(e, SL_GRPC_INVALID_ARGUMENT, i, field,
+                   "the pod sandbox has no user namespace of its own (userns_options mode POD)");
+    if (!env->idmap)
+        return sl_error_code(e, SL_GRPC_UNIMPLEMENTED,
+                             "mounts[%zu].%s: no idmapped mounts here: %s", i, field,
+                             env->idmap_why);
+    if (check_mapping(i, "uidMappings", m->n_uidmappings, m->uidmappings, e) < 0 ||
+        check_mapping(i, "gidMappings", m->n_gidmappings, m->gidmappings, e) < 0)
+        return -1;
+    if ((int)m->propagation != PROP_PRIVATE)
+        return bad(e, SL_GRPC_INVALID_ARGUMENT, i, "propagation",
+                   "an idmapped mount is a copy of its source that shares no propagation: "
+                   "PROPAGATION_PRIVATE only");
+    return 0;
+}
+
+static int check_one(size_t i, const Runtime__V1__Mount *m, const sl_mount_env *env, bool userns,
+                     sl_error *e)
 {
     if (m->image && *m->image->image)
         return bad(e, SL_GRPC_UNIMPLEMENTED, i, "image", "image volumes are not supported");
     if (check_path(i, "container_path", m->container_path, e) < 0 ||
         check_path(i, "host_path", m->host_path, e) < 0)
         return -1;
-    if (m->n_uidmappings || m->n_gidmappings)
-        return bad(e, SL_GRPC_UNIMPLEMENTED, i, m->n_uidmappings ? "uidMappings" : "gidMappings",
-                   "id-mapped mounts are not supported (no user namespaces)");
+    if ((m->n_uidmappings || m->n_gidmappings) && check_mappings(i, m, env, userns, e) < 0)
+        return -1;
     if (m->selinux_relabel && env->selinux)
         return bad(e, SL_GRPC_UNIMPLEMENTED, i, "selinux_relabel",
                    "SELinux is enabled on this host and sluice does not label files");
@@ -63,13 +106,14 @@ static int check_one(size_t i, const Runtime__V1__Mount *m, const sl_mount_env *
     return check_rro(i, m, env, e);
 }
 
-int sl_ctr_mounts_check(const Runtime__V1__ContainerConfig *c, const sl_mount_env *env, sl_error *e)
+int sl_ctr_mounts_check(const Runtime__V1__ContainerConfig *c, const sl_mount_env *env, bool userns,
+                        sl_error *e)
 {
     if (c->n_mounts > SL_CTR_MAX_MOUNTS)
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT, "mounts: %zu mounts, at most %d",
                              c->n_mounts, SL_CTR_MAX_MOUNTS);
     for (size_t i = 0; i < c->n_mounts; i++)
-        if (check_one(i, c->mounts[i], env, e) < 0)
+        if (check_one(i, c->mounts[i], env, userns, e) < 0)
             return -1;
     return 0;
 }
@@ -136,9 +180,38 @@ static void sort_by_depth(sl_oci_mount *v, size_t n)
     }
 }
 
-static int add_one(size_t i, const Runtime__V1__Mount *m, sl_ctr_mounts *out, sl_error *e)
+/* The source idmapped at <idmap dir>/mount-N; returns that path
+ * (malloc'd) in place of src, or NULL (*e). */
+static char *idmapped_source(size_t i, const Runtime__V1__Mount *m, const sl_ctr_idmap *idmap,
+                             char *src, sl_error *e)
+{
+    const Runtime__V1__IDMapping *u = m->uidmappings[0], *g = m->gidmappings[0];
+    sl_idmap um = {u->container_id, u->host_id, u->length};
+    sl_idmap gm = {g->container_id, g->host_id, g->length};
+    char name[32];
+    snprintf(name, sizeof(name), "mount-%zu", i);
+    char *dst = sl_path_join(idmap->dir, name);
+    int ns = -1;
+    if (!dst)
+        sl_error_set(e, ENOMEM, "mounts");
+    else if (sl_mkdir_p(idmap->dir, 0711, e) < 0 || sl_mkdir_p(dst, 0700, e) < 0 ||
+             (ns = sl_userns_open(&um, &gm, e)) < 0 || sl_idmap_mount(src, dst, ns, true, e) < 0) {
+        sl_error_wrap(e, "mounts[%zu]: idmapped mount of \"%s\"", i, src);
+        free(dst);
+        dst = NULL;
+    }
+    if (ns >= 0)
+        close(ns);
+    free(src);
+    return dst;
+}
+
+static int add_one(size_t i, const Runtime__V1__Mount *m, const sl_ctr_idmap *idmap,
+                   sl_ctr_mounts *out, sl_error *e)
 {
     char *src = resolve_source(i, m->host_path, e);
+    if (src && m->n_uidmappings)
+        src = idmapped_source(i, m, idmap, src, e);
     if (!src)
         return -1;
     out->v[out->n++] = (sl_oci_mount){.container_path = m->container_path,
@@ -156,15 +229,15 @@ static int add_one(size_t i, const Runtime__V1__Mount *m, sl_ctr_mounts *out, sl
 }
 
 int sl_ctr_mounts_prepare(const Runtime__V1__ContainerConfig *c, const sl_mount_env *env,
-                          sl_ctr_mounts *out, sl_error *e)
+                          const sl_ctr_idmap *idmap, sl_ctr_mounts *out, sl_error *e)
 {
     *out = (sl_ctr_mounts){0};
-    if (sl_ctr_mounts_check(c, env, e) < 0)
+    if (sl_ctr_mounts_check(c, env, idmap && idmap->userns && idmap->dir, e) < 0)
         return -1;
     if (!(out->v = calloc(c->n_mounts + 1, sizeof(*out->v))))
         return sl_error_set(e, ENOMEM, "mounts");
     for (size_t i = 0; i < c->n_mounts; i++) {
-        if (add_one(i, c->mounts[i], out, e) < 0) {
+        if (add_one(i, c->mounts[i], idmap, out, e) < 0) {
             sl_ctr_mounts_fini(out);
             return -1;
         }

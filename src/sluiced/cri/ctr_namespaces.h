@@ -4,18 +4,23 @@
  * Pod: network POD (own, pinned) or NODE; IPC POD (own, pinned) or NODE;
  * PID POD (one pid namespace for the pod, held by sluice-pause under the
  * pod's monitor and pinned as <ns_dir>/pid), CONTAINER (each container its
- * own) or NODE (the host's); user namespaces NODE only.
+ * own) or NODE (the host's); user NODE (the host's) or POD with one uid and
+ * one gid mapping from container id 0 (a user namespace pinned as
+ * <ns_dir>/user, which owns the pod's other namespaces; not with the host's
+ * network, IPC or PID namespace).
  * Container: network and IPC POD (the pod's) or NODE (the host's); PID
  * CONTAINER (its own), POD (the pod's: shared when the pod's mode is POD,
  * the host's when NODE, its own when CONTAINER), NODE, or TARGET (the pid
- * namespace of a running container of the same pod). Everything else is
- * refused naming the field. */
+ * namespace of a running container of the same pod); user: the pod's (a
+ * container's userns_options, if any, must say what the pod's do).
+ * Everything else is refused naming the field. */
 #ifndef SL_CTR_NAMESPACES_H
 #define SL_CTR_NAMESPACES_H
 
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "container/idmap.h"
 #include "grpc/api.pb-c.h"
 #include "grpc/grpc_status.h"
 #include "sys_error.h"
@@ -23,10 +28,18 @@
 typedef struct sl_rt sl_rt;
 typedef struct sl_pod sl_pod;
 
+/* A pod's own user namespace (userns_options mode POD): on, with one
+ * mapping each for uids and gids from container id 0. */
+typedef struct sl_pod_userns {
+    bool on;
+    sl_idmap uid, gid;
+} sl_pod_userns;
+
 /* The modes a pod was created with (also kept in its record). */
 typedef struct sl_pod_ns_modes {
     bool host_network, host_ipc;
     int pid; /* RUNTIME__V1__NAMESPACE_MODE__POD, __CONTAINER or __NODE */
+    sl_pod_userns userns;
 } sl_pod_ns_modes;
 
 typedef enum { SL_PIDNS_OWN, SL_PIDNS_POD, SL_PIDNS_HOST, SL_PIDNS_TARGET } sl_pidns_kind;
@@ -36,12 +49,13 @@ typedef struct sl_ctr_ns_plan {
     bool host_network, host_ipc;
     sl_pidns_kind pid;
     const char *target_id; /* SL_PIDNS_TARGET: borrowed from the config */
+    bool userns;           /* in the pod's user namespace */
 } sl_ctr_ns_plan;
 
 /* Namespace paths for the OCI spec (malloc'd; NULL = the host's, except
  * pid: NULL = a new one unless host_pid). */
 typedef struct sl_ctr_ns {
-    char *net, *ipc, *uts, *pid;
+    char *net, *ipc, *uts, *pid, *user; /* user: NULL = the host's */
     bool host_pid;
 } sl_ctr_ns;
 
@@ -57,8 +71,10 @@ int sl_ns_ctr_plan(const Runtime__V1__ContainerConfig *c, const sl_pod_ns_modes 
 const char *sl_ns_mode_name(int mode);
 
 /* Record field helpers: the pod's modes are kept as "host_network",
- * "host_ipc" and "pid_mode" (a mode name; absent in records of older
- * versions, which gave every container its own pid namespace). */
+ * "host_ipc", "pid_mode" (a mode name; absent in records of older
+ * versions, which gave every container its own pid namespace) and, for a
+ * pod with its own user namespace, "userns": {"uid": [c, h, len],
+ * "gid": [...]}. */
 void sl_ns_pod_modes_save(const sl_pod_ns_modes *m, json_t *rec);
 void sl_ns_pod_modes_load(const json_t *rec, sl_pod_ns_modes *m);
 

@@ -82,6 +82,15 @@ static char *build_with_pod(const sl_ctr_spec_in *in, sl_oci_input *oi, sl_error
     oi->utsns = in->ns->uts;
     oi->pidns = in->ns->pid;
     oi->host_pid = in->ns->host_pid;
+    uint32_t uid_map[3], gid_map[3];
+    if (in->userns && in->userns->on) {
+        const sl_idmap *u = &in->userns->uid, *g = &in->userns->gid;
+        memcpy(uid_map, (uint32_t[]){u->container_id, u->host_id, u->length}, sizeof(uid_map));
+        memcpy(gid_map, (uint32_t[]){g->container_id, g->host_id, g->length}, sizeof(gid_map));
+        oi->userns = in->ns->user;
+        oi->uid_map = uid_map;
+        oi->gid_map = gid_map;
+    }
     oi->hostname = in->hostname;
     oi->cgroups_path = in->cgroups_path;
     oi->resources = in->resources;
@@ -126,7 +135,8 @@ char *sl_ctr_spec(const sl_ctr_spec_in *in, sl_error *e)
     oi.env = env;
     oi.nenv = merge_env(c, in->image, env, owned);
     oi.cwd = *c->working_dir ? c->working_dir : in->image->workdir;
-    if (sl_ctr_mounts_prepare(c, in->mount_env, &mounts, e) < 0 ||
+    sl_ctr_idmap idmap = {.userns = in->userns && in->userns->on, .dir = in->idmap_dir};
+    if (sl_ctr_mounts_prepare(c, in->mount_env, &idmap, &mounts, e) < 0 ||
         sl_ctr_devices(c, &devices, e) < 0)
         goto out;
     if (!(all = calloc(mounts.n + SL_POD_ETC_FILES + 1, sizeof(*all)))) {

@@ -21,10 +21,12 @@ typedef struct sl_ctr_spec_in {
     const char *hostname;          /* the pod's hostname, or NULL */
     const char *cgroups_path;
     const Runtime__V1__PodSandboxConfig *pod; /* the stored sandbox config */
-    json_t **user;            /* if not NULL, gets {uid, gid, supplemental_groups} */
-    const json_t *resources;  /* OCI linux.resources members (ctr_resources.h) */
-    const int *oom_score_adj; /* process.oomScoreAdj, NULL = none */
-    const char *pod_etc_dir;  /* the pod's /etc files (pod/etc_files.h), or NULL */
+    json_t **user;               /* if not NULL, gets {uid, gid, supplemental_groups} */
+    const json_t *resources;     /* OCI linux.resources members (ctr_resources.h) */
+    const int *oom_score_adj;    /* process.oomScoreAdj, NULL = none */
+    const char *pod_etc_dir;     /* the pod's /etc files (pod/etc_files.h), or NULL */
+    const sl_pod_userns *userns; /* the pod's user namespace (on: ns->user is its path) */
+    const char *idmap_dir;       /* where idmapped mounts of the container go */
 } sl_ctr_spec_in;
 
 /* Returns the config.json text (malloc'd) or NULL with *e (code

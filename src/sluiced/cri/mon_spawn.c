@@ -63,6 +63,10 @@ int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawn
         argv[n++] = "--pid-ns";
         argv[n++] = o->pid_ns;
     }
+    if (o->pid_ns && o->userns) {
+        argv[n++] = "--userns";
+        argv[n++] = o->userns;
+    }
     if (o->adopt)
         argv[n++] = "--adopt";
     if (o->cgroup && *o->cgroup) {

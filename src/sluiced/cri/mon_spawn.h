@@ -25,6 +25,7 @@ typedef struct sl_mon_spawn_opts {
     const char *pod_id, *run_dir, *state_dir, *runtime;
     const char *netns;  /* --netns FILE (the pod's network), or NULL: the host's */
     const char *pid_ns; /* --pid-ns FILE, or NULL */
+    const char *userns; /* --userns FILE (the pod's, which owns pid_ns), or NULL */
     const char *cgroup; /* --cgroup PATH (monitor-cgroup), or NULL / "" */
     bool adopt;         /* --adopt: replaces a monitor that died */
     uint32_t timeout_ms;
@@ -35,7 +36,7 @@ typedef struct sl_mon_spawn_opts {
 typedef void (*sl_mon_spawned_fn)(void *arg, pid_t pid, const sl_error *e);
 
 /* Runs `mon_path --pod-id ID --run-dir RUN --state-dir STATE --runtime R
- * [--netns FILE] [--pid-ns FILE] [--cgroup PATH]`: the monitor makes
+ * [--netns FILE] [--pid-ns FILE] [--userns FILE] [--cgroup PATH]`: the monitor makes
  * port-forward connections in netns. Returns 0 and calls done once later, or -1 (*e) when
  * it could not start. */
 int sl_mon_spawn_start(uv_loop_t *loop, const sl_mon_spawn_opts *o, sl_mon_spawned_fn done,

@@ -31,9 +31,10 @@ static json_t *namespaces(const sl_pod *p)
     } else {
         pid = json_string(m.pid == RUNTIME__V1__NAMESPACE_MODE__NODE ? "node" : "container");
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "network", ns_entry(dir, "net", m.host_network), "uts",
-                     ns_entry(dir, "uts", m.host_network), "ipc", ns_entry(dir, "ipc", m.host_ipc),
-                     "pid", pid);
+    return json_pack("{s:o, s:o, s:o, s:o, s:o}", "network", ns_entry(dir, "net", m.host_network),
+                     "uts", ns_entry(dir, "uts", m.host_network), "ipc",
+                     ns_entry(dir, "ipc", m.host_ipc), "pid", pid, "user",
+                     ns_entry(dir, "user", !m.userns.on));
 }
 
 static json_t *monitor(const sl_rt *rt, const sl_pod *p)

@@ -28,6 +28,7 @@ typedef struct run_op {
     char id[SL_ID_HEX + 1];
     char *run_dir, *ns_dir, *pid_ns;
     sl_pod_ns_opts ns;
+    sl_pod_userns userns;
     sl_pod_sysctl sysctls[SL_POD_MAX_SYSCTLS];
     json_t *rec;
     char *cni_result; /* once ADD succeeded: what DEL gets when undoing */
@@ -136,7 +137,8 @@ static void start_monitor(run_op *op)
 {
     sl_rt *rt = op->rt;
     SL_AUTOFREE char *netns = op->ns.host_network ? NULL : sl_pod_ns_path(op->ns_dir, "net");
-    if (!op->ns.host_network && !netns) {
+    SL_AUTOFREE char *userns = op->userns.on ? sl_pod_ns_path(op->ns_dir, "user") : NULL;
+    if ((!op->ns.host_network && !netns) || (op->userns.on && !userns)) {
         sl_error_set(&op->e, ENOMEM, "the pod's network namespace path");
         fail_op(op);
         return;
@@ -148,6 +150,7 @@ static void start_monitor(run_op *op)
                            .runtime = rt->cfg->runtime_path,
                            .netns = netns,
                            .pid_ns = op->pid_ns,
+                           .userns = userns,
                            .cgroup = rt->cfg->monitor_cgroup,
                            .timeout_ms = rt->cfg->monitor_start_timeout_ms};
     if (sl_mon_spawn_start(rt->loop, &o, mon_started, op, &op->e) < 0)
@@ -249,7 +252,9 @@ static void ns_work(uv_work_t *w)
     run_op *op = w->data;
     /* the request is noted before anything is made that a next sluiced
      * would have to undo, should this one end before the pod is recorded */
-    op->work_rc = sl_mkdir_p(op->run_dir, 0700, &op->e) < 0 ||
+    /* with a user namespace, runc binds the pod's /etc files from here as
+     * the container's root, which must be able to reach them */
+    op->work_rc = sl_mkdir_p(op->run_dir, op->userns.on ? 0711 : 0700, &op->e) < 0 ||
                           sl_pod_start_note_config(op->run_dir, op->c, &op->e) < 0
                       ? -1
                       : sl_pod_ns_create(&op->ns, &op->e);
@@ -287,6 +292,11 @@ void sl_pod_run_start(sl_rt *rt, sl_grpc_call *call, const Runtime__V1__PodSandb
                               .hostname = c->hostname, /* "": the node's */
                               .sysctls = op->sysctls,
                               .n_sysctls = sl_pod_config_sysctls(c, op->sysctls)};
+    op->userns = *plan->userns;
+    if (op->userns.on) {
+        op->ns.uid_map = &op->userns.uid;
+        op->ns.gid_map = &op->userns.gid;
+    }
     op->work.data = op;
     if (!op->run_dir || !op->ns_dir || (plan->pid_pod && !op->pid_ns)) {
         sl_error_set(&op->e, ENOMEM, "pod sandbox");

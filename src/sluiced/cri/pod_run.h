@@ -5,13 +5,15 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "cri/ctr_namespaces.h"
 #include "cri/rt.h"
 #include "grpc/grpc_call.h"
 
 typedef struct sl_pod_run_plan {
-    const char *id; /* the new pod's id */
-    json_t *rec;    /* its record so far (taken over) */
-    bool pid_pod;   /* a PID namespace of the pod's own (mode POD) */
+    const char *id;              /* the new pod's id */
+    json_t *rec;                 /* its record so far (taken over) */
+    bool pid_pod;                /* a PID namespace of the pod's own (mode POD) */
+    const sl_pod_userns *userns; /* the pod's user namespace (off: the host's) */
 } sl_pod_run_plan;
 
 /* Makes the pod: namespaces (worker thread), network (CNI children),

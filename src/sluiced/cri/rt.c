@@ -214,7 +214,7 @@ int sl_rt_open(sl_rt *rt, uv_loop_t *loop, const sl_config *cfg, sl_error *e)
     }
     sl_pod_sweep_cut_starts(rt);
     sl_rt_stream_init(rt);
-    sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path);
+    sl_mount_probe_start(&rt->mount_probe, loop, cfg->runtime_path, cfg->state_dir, cfg->run_dir);
     return 0;
 }
 

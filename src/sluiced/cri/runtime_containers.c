@@ -2,6 +2,7 @@
  * reopen log. The pod monitor runs the containers; these handlers prepare
  * the bundle and keep the records. */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,24 @@ static char *log_path_of(const sl_pod *p, const Runtime__V1__ContainerConfig *c)
     return sl_path_join(p->config->log_directory, c->log_path);
 }
 
+/* The overlay; in a pod with a user namespace, over layers idmapped
+ * through it, with the upper layer the container root's. */
+static int mount_rootfs(const char *dir, const sl_image *img, const sl_pod_userns *u,
+                        const char *userns_path, sl_error *e)
+{
+    const char *const *layers = (const char *const *)img->layer_dirs;
+    if (!u->on)
+        return sl_rootfs_mount(dir, layers, img->n_layers, NULL, e);
+    sl_rootfs_userns ns = {.fd = open(userns_path, O_RDONLY | O_CLOEXEC),
+                           .root_uid = u->uid.host_id,
+                           .root_gid = u->gid.host_id};
+    if (ns.fd < 0)
+        return sl_error_set(e, errno, "open the pod's user namespace %s", userns_path);
+    int rc = sl_rootfs_mount(dir, layers, img->n_layers, &ns, e);
+    close(ns.fd);
+    return rc;
+}
+
 /* Rootfs, config.json and the record; the monitor does the rest. */
 static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__ContainerConfig *c,
                        const sl_image *img, const sl_ctr_res *res, sl_error *e)
@@ -203,8 +222,9 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
     sl_ns_pod_modes_load(p->rec, &modes);
     if (sl_ns_ctr_plan(c, &modes, &plan, e) < 0 || sl_ctr_ns_resolve(rt, p, &plan, &ns, e) < 0)
         return NULL;
-    if (sl_rootfs_mount(dir, (const char *const *)img->layer_dirs, img->n_layers, e) < 0)
+    if (mount_rootfs(dir, img, &modes.userns, ns.user, e) < 0)
         return NULL;
+    SL_AUTOFREE char *idmap_dir = sl_rootfs_idmap_dir(dir);
     SL_AUTOFREE char *run_dir = sl_rt_pod_run_dir(rt, p->id);
     SL_AUTOFREE char *etc_dir = run_dir ? sl_path_join(run_dir, SL_POD_ETC_DIR) : NULL;
     /* The pod's UTS namespace has its hostname already (the node's when the
@@ -223,7 +243,9 @@ static sl_ctr *prepare(sl_rt *rt, sl_pod *p, const char *id, const Runtime__V1__
                          .pod = p->config,
                          .user = &user,
                          .resources = res->oci,
-                         .oom_score_adj = &res->oom_score_adj};
+                         .oom_score_adj = &res->oom_score_adj,
+                         .userns = &modes.userns,
+                         .idmap_dir = idmap_dir};
     SL_AUTOFREE char *spec = sl_ctr_spec(&in, e);
     if (!spec || sl_write_file_atomic(cfg_path, spec, strlen(spec), 0644, e) < 0)
         goto fail;

@@ -202,6 +202,8 @@ void sl_cri_status(sl_grpc_call *call, void *arg)
      * (the kubelet and critest ask before sending recursive_read_only). */
     Runtime__V1__RuntimeHandlerFeatures feat = RUNTIME__V1__RUNTIME_HANDLER_FEATURES__INIT;
     feat.recursive_read_only_mounts = cri->rt.mount_probe.env.rro;
+    /* pods with userns_options POD: a user namespace of their own */
+    feat.user_namespaces = cri->rt.mount_probe.env.idmap;
     Runtime__V1__RuntimeHandler dflt = RUNTIME__V1__RUNTIME_HANDLER__INIT;
     Runtime__V1__RuntimeHandler runc = RUNTIME__V1__RUNTIME_HANDLER__INIT;
     dflt.features = runc.features = &feat;

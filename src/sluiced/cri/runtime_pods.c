@@ -42,6 +42,18 @@ static int check_host_ports(sl_rt *rt, const Runtime__V1__PodSandboxConfig *c, s
     return 0;
 }
 
+/* A user namespace needs idmapped layers: the host must offer them (the
+ * probe ran at start, before the loop). */
+static int check_userns(const sl_rt *rt, const sl_pod_ns_modes *m, sl_error *e)
+{
+    if (!m->userns.on || rt->mount_probe.env.idmap)
+        return 0;
+    return sl_error_code(e, SL_GRPC_UNIMPLEMENTED,
+                         "linux.security_context.namespace_options.userns_options.mode: POD: no "
+                         "user namespaces on this host: %s",
+                         rt->mount_probe.env.idmap_why);
+}
+
 void sl_cri_run_pod(sl_grpc_call *call, void *arg)
 {
     sl_rt *rt = cri_rt(arg);
@@ -67,7 +79,7 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
     sl_pod_ns_modes modes;
     if (sl_pod_security_check(c, &e) < 0 || sl_ns_pod_modes(c, &modes, &e) < 0 ||
         sl_pod_config_check(c, sl_pod_host_network(c), sl_pod_host_ipc(c), &e) < 0 ||
-        check_host_ports(rt, c, &e) < 0) {
+        check_host_ports(rt, c, &e) < 0 || check_userns(rt, &modes, &e) < 0) {
         sl_grpc_call_fail_error(call, &e);
         return;
     }
@@ -90,8 +102,10 @@ void sl_cri_run_pod(sl_grpc_call *call, void *arg)
         sl_grpc_call_fail_error(call, &e);
         return;
     }
-    sl_pod_run_plan plan = {
-        .id = id, .rec = rec, .pid_pod = modes.pid == RUNTIME__V1__NAMESPACE_MODE__POD};
+    sl_pod_run_plan plan = {.id = id,
+                            .rec = rec,
+                            .pid_pod = modes.pid == RUNTIME__V1__NAMESPACE_MODE__POD,
+                            .userns = &modes.userns};
     sl_pod_run_start(rt, call, c, &plan);
 }
 

@@ -45,6 +45,10 @@ void sl_cri_pod_status_fill(const sl_pod *p, sl_pod_status_msg *m)
     m->nso.ipc =
         modes.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
     m->nso.pid = (Runtime__V1__NamespaceMode)modes.pid;
+    /* the pod's own user namespace: as the request gave it (checked then) */
+    const Runtime__V1__LinuxPodSandboxConfig *l = p->config->linux;
+    if (modes.userns.on && l && l->security_context && l->security_context->namespace_options)
+        m->nso.userns_options = l->security_context->namespace_options->userns_options;
     runtime__v1__namespace__init(&m->ns);
     m->ns.options = &m->nso;
     runtime__v1__linux_pod_sandbox_status__init(&m->lin);

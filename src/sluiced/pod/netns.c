@@ -16,11 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "container/idmap.h"
 #include "fsutil.h"
 #include "grpc/grpc_status.h"
 #include "pod/sysctl.h"
 
-static const char *const kinds[] = {"net", "ipc", "uts"};
+static const char *const kinds[] = {"net", "ipc", "uts", "user"};
+#define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
 char *sl_pod_ns_path(const char *dir, const char *kind)
 {
@@ -52,7 +54,15 @@ static int loopback_up(void)
 
 /* What the child tells the parent: step 0 when the namespaces are ready,
  * else the step that failed, its errno and, for a sysctl, which one. */
-enum { STEP_READY = 0, STEP_UNSHARE, STEP_HOSTNAME, STEP_LOOPBACK, STEP_SYSCTL };
+enum {
+    STEP_READY = 0,
+    STEP_UNSHARE,
+    STEP_HOSTNAME,
+    STEP_LOOPBACK,
+    STEP_SYSCTL,
+    STEP_USERNS,      /* unshare of the user namespace failed */
+    STEP_USERNS_MADE, /* not a failure: the parent may write the id maps now */
+};
 
 typedef struct child_report {
     int step;
@@ -82,6 +92,17 @@ static void child(int flags, const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PA
                   int ready_w, int done_r)
 {
     child_report r = {STEP_READY, 0, 0};
+    char c;
+    /* A user namespace first, mapped by the parent before the others are
+     * made in it, so that it owns them. */
+    if (o->uid_map) {
+        r.step = unshare(CLONE_NEWUSER) < 0 ? STEP_USERNS : STEP_USERNS_MADE;
+        r.err = errno;
+        if (write(ready_w, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.step != STEP_USERNS_MADE ||
+            read(done_r, &c, 1) != 1)
+            _exit(1);
+        r = (child_report){STEP_READY, 0, 0};
+    }
     if (unshare(flags) < 0)
         r.step = STEP_UNSHARE;
     else if ((flags & CLONE_NEWUTS) && o->hostname && *o->hostname &&
@@ -96,20 +117,8 @@ static void child(int flags, const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PA
         r.err = errno;
     if (write(ready_w, &r, sizeof(r)) != (ssize_t)sizeof(r) || r.step != STEP_READY)
         _exit(1);
-    char c;
     (void)!read(done_r, &c, 1);
     _exit(0);
-}
-
-/* Closes every fd from 3 up but a and b (close_range: async-signal-safe). */
-static void keep_only(int a, int b)
-{
-    int lo = a < b ? a : b, hi = a < b ? b : a;
-    if (lo > 3)
-        close_range(3, (unsigned)lo - 1, 0);
-    if (hi > lo + 1)
-        close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-    close_range((unsigned)hi + 1, ~0u, 0);
 }
 
 static int pin(const char *dir, const char *kind, pid_t pid, sl_error *e)
@@ -144,6 +153,8 @@ static int report_error(const sl_pod_ns_opts *o, const child_report *r,
     switch (r->step) {
     case STEP_UNSHARE:
         return sl_error_set(e, r->err, "cannot unshare the pod's namespaces");
+    case STEP_USERNS:
+        return sl_error_set(e, r->err, "cannot make the pod's user namespace");
     case STEP_HOSTNAME:
         return sl_error_set(e, r->err, "cannot set the hostname \"%s\"", o->hostname);
     case STEP_LOOPBACK:
@@ -204,19 +215,29 @@ static int read_report(int fd, pid_t pid, child_report *r, sl_error *e)
     return 0;
 }
 
+/* The child made its user namespace: maps the ids and lets it go on. */
+static int map_userns(const sl_pod_ns_opts *o, int ready_r, int done_w, pid_t pid, sl_error *e)
+{
+    child_report r;
+    if (read_report(ready_r, pid, &r, e) < 0)
+        return -1;
+    if (r.step != STEP_USERNS_MADE)
+        return sl_error_set(e, r.err, "cannot make the pod's user namespace");
+    if (sl_idmap_write(pid, o->uid_map, o->gid_map, e) < 0)
+        return sl_error_wrap(e, "map the pod's user namespace");
+    if (write(done_w, "", 1) != 1)
+        return sl_error_set(e, errno, "cannot make the pod's user namespace");
+    return 0;
+}
+
 /* Forks the child, waits for its report, pins what it made. Runs on a
  * worker thread (never on sluiced's loop). */
 static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH_MAX], sl_error *e)
 {
     int flags = ns_flags(o);
     int ready[2], done[2];
-    if (pipe2(ready, O_CLOEXEC) < 0)
-        return sl_error_set(e, errno, "pipe");
-    if (pipe2(done, O_CLOEXEC) < 0) {
-        close(ready[0]);
-        close(ready[1]);
-        return sl_error_set(e, errno, "pipe");
-    }
+    if (sl_helper_pipes(ready, done, e) < 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         /* Only the parent's end may keep "done" open, or the child never
@@ -224,7 +245,7 @@ static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH
          * other pods' pipes, forked at the same time from other worker
          * threads (two such children held each other's "done" open and
          * waited for good). */
-        keep_only(ready[1], done[0]);
+        sl_close_fds_except(ready[1], done[0]);
         child(flags, o, paths, ready[1], done[0]);
     }
     close(ready[1]);
@@ -233,12 +254,16 @@ static int create_in_child(const sl_pod_ns_opts *o, char (*paths)[SL_SYSCTL_PATH
     child_report r;
     if (pid < 0)
         rc = sl_error_set(e, errno, "fork");
+    else if (o->uid_map && map_userns(o, ready[0], done[1], pid, e) < 0)
+        rc = -1;
     else if (read_report(ready[0], pid, &r, e) < 0)
         rc = -1;
     else if (r.step != STEP_READY)
         rc = report_error(o, &r, paths, e);
-    for (size_t i = 0; rc == 0 && i < 3; i++)
-        if ((flags & (i == 0 ? CLONE_NEWNET : i == 1 ? CLONE_NEWIPC : CLONE_NEWUTS)))
+    const int made[N_KINDS] = {flags & CLONE_NEWNET, flags & CLONE_NEWIPC, flags & CLONE_NEWUTS,
+                               o->uid_map != NULL};
+    for (size_t i = 0; rc == 0 && i < N_KINDS; i++)
+        if (made[i])
             rc = pin(o->dir, kinds[i], pid, e);
     close(done[1]);
     close(ready[0]);
@@ -271,7 +296,7 @@ int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e)
 int sl_pod_ns_remove(const char *dir, sl_error *e)
 {
     int rc = 0;
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < N_KINDS; i++) {
         SL_AUTOFREE char *p = sl_path_join(dir, kinds[i]);
         if (!p)
             return sl_error_set(e, ENOMEM, "remove namespaces");

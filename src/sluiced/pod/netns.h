@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "container/idmap.h"
 #include "sys_error.h"
 
 /* How long the helper child may take to create the namespaces. */
@@ -27,6 +28,9 @@ typedef struct sl_pod_ns_opts {
     const char *hostname;
     const sl_pod_sysctl *sysctls; /* written, in order, inside the new namespaces */
     size_t n_sysctls;
+    /* Non-NULL: a user namespace with these maps is made first (<dir>/user)
+     * and owns the others, as the containers that join it need. */
+    const sl_idmap *uid_map, *gid_map;
 } sl_pod_ns_opts;
 
 /* Creates and pins the requested namespaces (forks a helper and waits for
@@ -42,7 +46,7 @@ int sl_pod_ns_create(const sl_pod_ns_opts *o, sl_error *e);
  * are fine (idempotent). Returns 0 or -1 (*e). */
 int sl_pod_ns_remove(const char *dir, sl_error *e);
 
-/* Path of a pinned namespace ("net", "ipc", "uts") in a malloc'd string,
+/* Path of a pinned namespace ("net", "ipc", "uts", "user") in a malloc'd string,
  * or NULL when it was not created (host namespace) or on ENOMEM. */
 char *sl_pod_ns_path(const char *dir, const char *kind);
 

@@ -312,6 +312,9 @@ export class SluicedInstance {
     const label = (opts.label || 'x').slice(0, 6);
     const tmp = os.tmpdir().length <= 16 ? os.tmpdir() : '/tmp';
     this.root = fs.mkdtempSync(path.join(tmp, `sd-${label}-`));
+    // searchable by others, as /var/lib and /run are: the root of a pod with
+    // a user namespace is an id that must reach the container's rootfs
+    fs.chmodSync(this.root, 0o711);
     this.stateDir = path.join(this.root, 'state');
     this.runDir = path.join(this.root, 'run');
     this.cniDir = path.join(this.root, 'cni');
