@@ -83,13 +83,13 @@ static int idmap_layers(const char *dir, const char *const *layers, size_t n, in
     return 0;
 }
 
-static int overlay(const char *dir, const char *const *layers, size_t n, sl_error *e)
+/* <dir>/rootfs as overlay of layers over <dir>/upper and <dir>/work (the
+ * three paths already made by the caller). */
+static int overlay(const char *dir, const char *upper, const char *work, const char *rootfs,
+                   const char *const *layers, size_t n, sl_error *e)
 {
-    SL_AUTOFREE char *upper = sl_rootfs_upper_dir(dir);
-    SL_AUTOFREE char *work = sl_path_join(dir, "work");
-    SL_AUTOFREE char *rootfs = sl_path_join(dir, "rootfs");
     SL_AUTOFREE char *empty = sl_path_join(dir, "empty");
-    if (!upper || !work || !rootfs || !empty)
+    if (!empty)
         return sl_error_set(e, ENOMEM, "rootfs");
     char data[MOUNT_DATA_MAX];
     if (n == 0 && sl_mkdir_p(empty, 0755, e) < 0)
@@ -124,7 +124,7 @@ int sl_rootfs_mount(const char *dir, const char *const *layers, size_t n,
     if (is_mounted(rootfs))
         return 0;
     if (!userns)
-        return overlay(dir, layers, n, e);
+        return overlay(dir, upper, work, rootfs, layers, n, e);
     /* the overlay's root directory is the upper one's: the container's root
      * owns it, as it owns / of an image through the idmapped layers */
     if (chown(upper, userns->root_uid, userns->root_gid) < 0)
@@ -134,7 +134,7 @@ int sl_rootfs_mount(const char *dir, const char *const *layers, size_t n,
         return sl_error_set(e, ENOMEM, "rootfs");
     int rc = idmap_layers(dir, layers, n, userns->fd, mapped, e);
     if (rc == 0)
-        rc = overlay(dir, (const char *const *)mapped, n, e);
+        rc = overlay(dir, upper, work, rootfs, (const char *const *)mapped, n, e);
     sl_error ignored;
     detach_idmapped(dir, "layer-", rc < 0 ? &ignored : e);
     for (size_t i = 0; i < n; i++)

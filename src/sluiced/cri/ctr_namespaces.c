@@ -75,6 +75,19 @@ static int check_mapping(const char *field, const char *which, size_t n,
     return 0;
 }
 
+/* The host namespace a pod or container with a user namespace would use:
+ * "network", "IPC", "PID", or NULL for none. */
+static const char *host_ns(bool network, bool ipc, bool pid)
+{
+    return network ? "network" : ipc ? "IPC" : pid ? "PID" : NULL;
+}
+
+/* Field by field: sl_pod_userns has padding, which memcmp would compare. */
+static bool same_map(const sl_idmap *a, const sl_idmap *b)
+{
+    return a->container_id == b->container_id && a->host_id == b->host_id && a->length == b->length;
+}
+
 /* NODE (the host's ids) or POD with one uid and one gid mapping. */
 static int check_userns(const char *field, const Runtime__V1__UserNamespace *u, sl_pod_userns *out,
                         sl_error *e)
@@ -112,13 +125,12 @@ int sl_ns_pod_modes(const Runtime__V1__PodSandboxConfig *c, sl_pod_ns_modes *out
         check_userns(POD_NS, o->userns_options, &out->userns, e) < 0)
         return -1;
     /* the pod's namespaces belong to its user namespace: the host's cannot */
-    if (out->userns.on && (out->host_network || out->host_ipc || o->pid == MODE_NODE))
+    const char *host = host_ns(out->host_network, out->host_ipc, o->pid == MODE_NODE);
+    if (out->userns.on && host)
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
                              POD_NS ": a pod with its own user namespace (userns_options POD) "
                                     "cannot use the host's %s namespace",
-                             out->host_network ? "network"
-                             : out->host_ipc   ? "IPC"
-                                               : "PID");
+                             host);
     if (o->pid != MODE_POD && o->pid != MODE_CONTAINER && o->pid != MODE_NODE)
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
                              POD_NS ".pid: %s (%d) is not valid for a pod sandbox: POD, "
@@ -187,20 +199,19 @@ int sl_ns_ctr_plan(const Runtime__V1__ContainerConfig *c, const sl_pod_ns_modes 
             e, SL_GRPC_INVALID_ARGUMENT, CTR_NS ".userns_options: %s, but the pod sandbox %s",
             u.on ? "POD" : "NODE",
             pod->userns.on ? "has a user namespace of its own" : "uses the host's user namespace");
-    if (u.on && memcmp(&u, &pod->userns, sizeof(u)))
+    if (u.on && (!same_map(&u.uid, &pod->userns.uid) || !same_map(&u.gid, &pod->userns.gid)))
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
                              CTR_NS ".userns_options: the mappings differ from the pod "
                                     "sandbox's (uids %u %u %u, gids %u %u %u)",
                              pod->userns.uid.container_id, pod->userns.uid.host_id,
                              pod->userns.uid.length, pod->userns.gid.container_id,
                              pod->userns.gid.host_id, pod->userns.gid.length);
-    if (pod->userns.on && (out->host_network || out->host_ipc || out->pid == SL_PIDNS_HOST))
+    const char *host = host_ns(out->host_network, out->host_ipc, out->pid == SL_PIDNS_HOST);
+    if (pod->userns.on && host)
         return sl_error_code(e, SL_GRPC_INVALID_ARGUMENT,
                              CTR_NS ": a container of a pod with its own user namespace cannot "
                                     "use the host's %s namespace",
-                             out->host_network ? "network"
-                             : out->host_ipc   ? "IPC"
-                                               : "PID");
+                             host);
     out->userns = pod->userns.on;
     /* POD for network and IPC means the pod's, which may be the host's */
     out->host_network |= pod->host_network;
